@@ -1,0 +1,362 @@
+"""The claim contract: a paper's headline claim as an executable, judged experiment.
+
+A claim check is a function decorated with :func:`claim`. It receives a :class:`Context`
+(scale, seed, random generator, torch device, output folder, progress hook), runs the
+paper's method and its baseline(s) on the same data and seeds, and returns a
+:class:`Result` whose verdict is computed from the measured numbers by
+:meth:`Result.judge` against the criterion declared in the decorator before running.
+
+Example::
+
+    @claim(paper="cda", name="fit-time-scaling",
+           statement="CDA trains faster than LDA as the dimension grows",
+           paper_value="O(NM) vs O(NM^2 + M^3)",
+           criterion="slope of CDA fit time vs M <= 1.2 and LDA slope >= 1.5")
+    def fit_time_scaling(ctx: Context) -> Result:
+        ...
+        return Result.judge(
+            metrics={"cda_slope": s_cda}, baseline={"lda": {"slope": s_lda}},
+            required={"CDA slope <= 1.2": s_cda <= 1.2, "LDA slope >= 1.5": s_lda >= 1.5},
+        )
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class Scale(StrEnum):
+    """How large a claim check runs: ``smoke`` (tests, seconds), ``quick`` (<= ~2 min on
+    2 CPU cores, the default of ``reproduce``), ``full`` (closer to the paper)."""
+
+    SMOKE = "smoke"
+    QUICK = "quick"
+    FULL = "full"
+
+    @classmethod
+    def parse(cls, value: str | Scale) -> Scale:
+        if isinstance(value, Scale):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            valid = ", ".join(s.value for s in cls)
+            raise ValueError(f"unknown scale {value!r}; valid scales: {valid}") from None
+
+
+class Verdict(StrEnum):
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+@dataclass
+class Context:
+    """What a claim check gets from the runner."""
+
+    scale: Scale = Scale.QUICK
+    seed: int = 0
+    out_dir: Path = field(default_factory=lambda: Path("results"))
+    device: str = "cpu"
+    progress: Callable[[float, str], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.scale = Scale.parse(self.scale)
+        self.out_dir = Path(self.out_dir)
+        self.rng = np.random.default_rng(self.seed)
+
+    def pick(self, smoke: Any, quick: Any, full: Any | None = None) -> Any:
+        """The value for the current scale (``full`` falls back to ``quick`` when omitted)."""
+        if self.scale is Scale.SMOKE:
+            return smoke
+        if self.scale is Scale.QUICK or full is None:
+            return quick
+        return full
+
+    @property
+    def figures_dir(self) -> Path:
+        path = self.out_dir / "figures"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def figure_path(self, paper: str, name: str) -> Path:
+        """Where a claim saves a figure; the Result stores the path relative to ``out_dir``."""
+        return self.figures_dir / f"{paper}-{name}.png"
+
+    def report(self, fraction: float, message: str = "") -> None:
+        """Tell the runner how far the check has come (0..1)."""
+        if self.progress is not None:
+            self.progress(min(max(float(fraction), 0.0), 1.0), message)
+
+    def torch_generator(self, offset: int = 0):
+        import torch
+
+        return torch.Generator(device="cpu").manual_seed(self.seed + offset)
+
+
+def _clean(value: Any) -> Any:
+    """Make measured values JSON-friendly (numpy scalars, arrays, non-finite floats)."""
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _clean(value.tolist())
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+@dataclass
+class Result:
+    """What a claim check measured and the verdict computed from it."""
+
+    verdict: Verdict
+    reason: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    baseline: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+    figures: list[str] = field(default_factory=list)
+
+    @classmethod
+    def judge(
+        cls,
+        *,
+        metrics: Mapping[str, Any],
+        required: Mapping[str, bool],
+        baseline: Mapping[str, Any] | None = None,
+        partial: Mapping[str, bool] | None = None,
+        figures: list[str | Path] | None = None,
+        note: str = "",
+    ) -> Result:
+        """Compute the verdict from named boolean conditions on measured numbers.
+
+        ``reproduced`` when every ``required`` condition holds; otherwise ``inconclusive``
+        (reason "partial: ...") when a ``partial`` criterion is declared and all its
+        conditions hold; otherwise ``not reproduced``. The reason names what failed.
+        """
+        if not required:
+            raise ValueError("a claim needs at least one required condition")
+        required = {str(k): bool(v) for k, v in required.items()}
+        partial_checks = {str(k): bool(v) for k, v in (partial or {}).items()}
+        failed = [k for k, ok in required.items() if not ok]
+        if not failed:
+            verdict, reason = Verdict.REPRODUCED, "all conditions hold"
+        elif partial_checks and all(partial_checks.values()):
+            verdict = Verdict.INCONCLUSIVE
+            reason = "partial: " + "; ".join(partial_checks) + " | failed: " + "; ".join(failed)
+        else:
+            verdict, reason = Verdict.NOT_REPRODUCED, "failed: " + "; ".join(failed)
+        if note:
+            reason = f"{reason} ({note})"
+        checks = dict(required)
+        checks.update({f"partial: {k}": v for k, v in partial_checks.items()})
+        return cls(
+            verdict=verdict,
+            reason=reason,
+            metrics=_clean(dict(metrics)),
+            baseline=_clean(dict(baseline or {})),
+            checks=checks,
+            figures=[str(f) for f in (figures or [])],
+        )
+
+    @classmethod
+    def inconclusive(cls, reason: str, metrics: Mapping[str, Any] | None = None, **kw) -> Result:
+        return cls(Verdict.INCONCLUSIVE, reason, metrics=_clean(dict(metrics or {})), **kw)
+
+    @classmethod
+    def skipped(cls, reason: str) -> Result:
+        return cls(Verdict.SKIPPED, reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "metrics": _clean(self.metrics),
+            "baseline": _clean(self.baseline),
+            "checks": dict(self.checks),
+            "figures": list(self.figures),
+        }
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A registered claim check and what it declares about itself."""
+
+    paper: str
+    name: str
+    statement: str
+    paper_value: str
+    criterion: str
+    func: Callable[[Context], Result]
+    cpus: int = 1
+    gpus: float = 0
+    needs_gpu: bool = False
+    timeout_s: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.paper}:{self.name}"
+
+    def time_limit(self, scale: Scale | str) -> float:
+        scale = Scale.parse(scale)
+        default = {Scale.SMOKE: 120.0, Scale.QUICK: 600.0, Scale.FULL: 7200.0}[scale]
+        return float(self.timeout_s.get(scale.value, default))
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        """Run the check in this process and return the record that results.json stores."""
+        import traceback
+
+        started = time.perf_counter()
+        record: dict[str, Any] = {
+            "paper": self.paper,
+            "claim": self.name,
+            "scale": ctx.scale.value,
+            "seed": ctx.seed,
+            "statement": self.statement,
+            "paper_value": self.paper_value,
+            "criterion": self.criterion,
+        }
+        try:
+            if self.needs_gpu and not _gpu_available():
+                result = Result.skipped("needs a CUDA GPU; none is available")
+            else:
+                result = self.func(ctx)
+            if not isinstance(result, Result):
+                raise TypeError(f"claim {self.key} returned {type(result).__name__}, not Result")
+            record.update(result.to_dict())
+            record["traceback"] = None
+        except Exception as exc:  # a crashing claim is recorded, never fatal to the run
+            record.update(Result(Verdict.ERROR, f"{type(exc).__name__}: {exc}").to_dict())
+            record["traceback"] = traceback.format_exc()
+        record["figures"] = [_relative_figure(f, ctx.out_dir) for f in record.get("figures", [])]
+        record["wall_s"] = round(time.perf_counter() - started, 3)
+        record["env"] = environment(ctx)
+        return record
+
+
+def _relative_figure(path: str, out_dir: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path(out_dir).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _gpu_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def environment(ctx: Context | None = None) -> dict[str, Any]:
+    """Versions and threads a result was measured with."""
+    import os
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "host_cpus": os.cpu_count(),
+    }
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+        env["threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    if ctx is not None:
+        env["seed"] = ctx.seed
+        env["device"] = ctx.device
+    return env
+
+
+_REGISTRY: dict[str, dict[str, Claim]] = {}
+
+
+def claim(
+    *,
+    paper: str,
+    name: str,
+    statement: str,
+    paper_value: str,
+    criterion: str,
+    cpus: int = 1,
+    gpus: float = 0,
+    needs_gpu: bool = False,
+    timeout_s: Mapping[str, float] | None = None,
+) -> Callable[[Callable[[Context], Result]], Callable[[Context], Result]]:
+    """Register a claim check for ``paper`` (its catalogue slug) under ``name``."""
+
+    def register(func: Callable[[Context], Result]) -> Callable[[Context], Result]:
+        entry = Claim(
+            paper=paper,
+            name=name,
+            statement=statement,
+            paper_value=paper_value,
+            criterion=criterion,
+            func=func,
+            cpus=cpus,
+            gpus=gpus,
+            needs_gpu=needs_gpu,
+            timeout_s=dict(timeout_s or {}),
+        )
+        _REGISTRY.setdefault(paper, {})[name] = entry
+        func.claim = entry  # type: ignore[attr-defined]
+        return func
+
+    return register
+
+
+def claims_for(slug: str) -> list[Claim]:
+    """The claim checks of one paper, importing its room's ``claims`` module."""
+    import importlib
+
+    from iclr26 import catalog
+
+    if slug not in catalog.BY_SLUG and slug in _REGISTRY:
+        return list(_REGISTRY[slug].values())  # claims a user registered for their own work
+    paper = catalog.get(slug)
+    if not paper.implemented:
+        return []
+    importlib.import_module(paper.claims_module)
+    return list(_REGISTRY.get(slug, {}).values())
+
+
+def get_claim(slug: str, name: str) -> Claim:
+    for entry in claims_for(slug):
+        if entry.name == name:
+            return entry
+    raise KeyError(f"paper {slug!r} has no claim {name!r}")
+
+
+def run_claim(
+    slug: str,
+    name: str,
+    scale: Scale | str = Scale.SMOKE,
+    seed: int = 0,
+    out_dir: Path | str = "results",
+) -> dict[str, Any]:
+    """Run one claim in this process (used by tests and by the runner's workers)."""
+    ctx = Context(scale=Scale.parse(scale), seed=seed, out_dir=Path(out_dir))
+    return get_claim(slug, name).run(ctx)

@@ -1,0 +1,1 @@
+"""Rooms of the classic area."""

@@ -1,0 +1,348 @@
+"""The ``iclr26`` command: list, show, reproduce, report, warmup, and the rooms' own tools.
+
+Every user error (an unknown paper, a bad scale, an unwritable folder) ends in one line on
+stderr that names what is valid, with exit code 2 and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from iclr26 import catalog
+from iclr26.claims import Scale
+
+# Commands that a paper's room provides: name -> (module, one-line help). The module exposes
+# ``configure(parser)`` and ``run(args) -> int``; it is imported only when its command runs.
+PLUGINS: dict[str, tuple[str, str]] = {
+    "detect": ("iclr26.timeseries.paano.cli", "score a time series (CSV) for anomalies"),
+    "curate": ("iclr26.llm.gneissweb.cli", "curate a text corpus with the GneissWeb recipe"),
+}
+
+WARMUPS: dict[str, tuple[str, str]] = {
+    "lm": ("iclr26.models.tinylm", "warmup"),
+    "vision": ("iclr26.models.vision", "warmup"),
+}
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _module_file_exists(module: str) -> bool:
+    root = Path(__file__).resolve().parent.parent
+    rel = Path(*module.split("."))
+    return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _Parser(prog="iclr26", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("list", help="every paper with its area, status and last verdicts")
+    p.add_argument("--out", default="results", help="results folder to read verdicts from")
+
+    p = sub.add_parser("show", help="the claims and the API of one paper")
+    p.add_argument("slug")
+
+    p = sub.add_parser("reproduce", help="run claim checks and write the report")
+    p.add_argument("names", nargs="*", metavar="SLUG|AREA", help="papers or areas (default: all)")
+    p.add_argument("--scale", default="quick", choices=[s.value for s in Scale])
+    p.add_argument("--jobs", type=int, default=1, help="claims run at once (default 1)")
+    p.add_argument("--executor", default="local", choices=["local", "ray"])
+    p.add_argument("--out", default="results", help="output folder (default results/)")
+    p.add_argument("--force", action="store_true", help="rerun claims that already have results")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=None, help="per-claim limit in seconds")
+
+    p = sub.add_parser("report", help="rebuild report.md and report.html from results.json")
+    p.add_argument("--out", default="results")
+
+    p = sub.add_parser("warmup", help="train and cache the shared small models")
+    p.add_argument("what", nargs="?", default="all", choices=[*WARMUPS, "all"])
+    p.add_argument("--size", default="quick", help="model size (e.g. test, quick, full)")
+
+    for name, (module, help_text) in PLUGINS.items():
+        if not _module_file_exists(module):
+            continue
+        p = sub.add_parser(name, help=help_text)
+        if argv and argv[0] == name:
+            plugin = importlib.import_module(module)
+            plugin.configure(p)
+            p.set_defaults(_plugin=plugin)
+    return parser
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _last_verdicts(out: str) -> dict[str, list[str]]:
+    from iclr26.runner import load_results
+
+    try:
+        data = load_results(out)
+    except (OSError, ValueError):
+        return {}
+    verdicts: dict[str, list[str]] = {}
+    for r in data["results"]:
+        verdicts.setdefault(r["paper"], []).append(f"{r['claim']}: {r['verdict']}")
+    return verdicts
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    verdicts = _last_verdicts(args.out)
+    table = Table(title=f"iclr26 — {len(catalog.PAPERS)} papers")
+    for col in ("slug", "area", "status", "last verdicts", "title"):
+        table.add_column(col, overflow="fold")
+    n_impl = 0
+    for paper in catalog.PAPERS:
+        implemented = paper.implemented
+        n_impl += implemented
+        table.add_row(
+            paper.slug,
+            paper.area,
+            "implemented" if implemented else "not implemented yet",
+            "\n".join(verdicts.get(paper.slug, [])) or "-",
+            paper.title,
+        )
+    console = Console(width=max(Console().width, 140))
+    console.print(table)
+    console.print(f"{n_impl} of {len(catalog.PAPERS)} papers implemented.")
+    return 0
+
+
+def _readme_section(readme: Path, heading: str) -> str:
+    if not readme.is_file():
+        return ""
+    lines = readme.read_text(encoding="utf-8").splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("## "):
+            if inside:
+                break
+            inside = line[3:].strip().lower() == heading.lower()
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    from iclr26.claims import claims_for
+
+    paper = _paper_or_error(args.slug)
+    console = Console()
+    console.print(f"[bold]{paper.title}[/bold]")
+    console.print(
+        f"slug {paper.slug} · area {paper.area} · module {paper.module} · seed file "
+        f"{paper.seed_file}"
+    )
+    if not paper.implemented:
+        console.print("Not implemented yet.")
+        return 0
+    table = Table(title="claims")
+    for col in ("claim", "statement", "paper's value", "criterion"):
+        table.add_column(col, overflow="fold")
+    for entry in claims_for(paper.slug):
+        table.add_row(entry.name, entry.statement, entry.paper_value, entry.criterion)
+    console.print(table)
+    module = importlib.import_module(paper.module)
+    names = getattr(module, "__all__", [n for n in dir(module) if not n.startswith("_")])
+    api = Table(title=f"API: {paper.module}")
+    api.add_column("name")
+    api.add_column("what it is", overflow="fold")
+    for name in names:
+        doc = (getattr(getattr(module, name, None), "__doc__", None) or "").strip()
+        api.add_row(name, doc.splitlines()[0] if doc else "")
+    console.print(api)
+    use = _readme_section(Path(module.__file__).parent / "README.md", "Use")
+    if use:
+        console.print(Markdown("## Use\n" + use))
+    return 0
+
+
+def _paper_or_error(slug: str) -> catalog.Paper:
+    try:
+        return catalog.get(slug)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+
+
+def _check_names(names: list[str]) -> None:
+    valid = set(catalog.BY_SLUG) | set(catalog.AREAS)
+    for name in names:
+        if name not in valid:
+            close = difflib.get_close_matches(name, sorted(valid), n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise UsageError(
+                f"unknown paper or area {name!r}; {hint}valid: a paper slug (see `iclr26 list`) "
+                f"or an area ({', '.join(catalog.AREAS)})"
+            )
+
+
+def _check_out_dir(out: str) -> Path:
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"output folder {out!r} is not writable ({exc.strerror})") from None
+    return path
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from iclr26.report import build_report
+    from iclr26.runner import load_results, plan, record_key, run_tasks
+
+    _check_names(args.names)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    out = _check_out_dir(args.out)
+    console = Console(stderr=True)
+    running: dict[tuple, str] = {}
+
+    tasks, missing = plan(args.names, args.scale, args.seed, args.timeout)
+    done = (
+        set()
+        if args.force
+        else {record_key(r) for r in load_results(out)["results"] if r.get("verdict") != "error"}
+    )
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[now]}"),
+        console=console,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task("claims", total=sum(t.key not in done for t in tasks), now="")
+
+        def on_event(kind, task, fraction, message):
+            if kind == "start":
+                running[task.key] = f"{task.paper}:{task.claim}"
+            elif kind == "progress":
+                running[task.key] = f"{task.paper}:{task.claim} {fraction:.0%} {message}".strip()
+            elif kind == "done":
+                running.pop(task.key, None)
+                progress.advance(bar)
+                progress.console.print(f"{task.paper}:{task.claim} → {message}")
+            progress.update(bar, now=" | ".join(running.values())[:80])
+
+        summary = run_tasks(
+            tasks,
+            scale=args.scale,
+            jobs=args.jobs,
+            executor=args.executor,
+            out_dir=out,
+            force=args.force,
+            on_event=on_event,
+        )
+        summary.missing = missing
+    md, html = build_report(out)
+    stdout = Console()
+    if summary.ran:
+        table = Table(title="claims run")
+        for col in ("paper", "claim", "verdict", "time (s)", "reason"):
+            table.add_column(col, overflow="fold")
+        for r in summary.ran:
+            table.add_row(
+                r["paper"], r["claim"], r["verdict"], f"{r['wall_s']:.1f}", r.get("reason", "")
+            )
+        stdout.print(table)
+    if summary.skipped_existing:
+        stdout.print(
+            f"{len(summary.skipped_existing)} claims already had results "
+            "(use --force to rerun them)."
+        )
+    if summary.missing:
+        stdout.print("Not implemented yet: " + ", ".join(p.slug for p in summary.missing))
+    stdout.print(f"Report: {md} and {html}")
+    if summary.interrupted:
+        stdout.print("Interrupted: finished claims are kept; rerun to continue.")
+        return 130
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from iclr26.report import build_report
+
+    try:
+        md, html = build_report(args.out)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"Report: {md} and {html}")
+    return 0
+
+
+def cmd_warmup(args: argparse.Namespace) -> int:
+    names = list(WARMUPS) if args.what == "all" else [args.what]
+    done = 0
+    for name in names:
+        module, func = WARMUPS[name]
+        if not _module_file_exists(module):
+            if args.what != "all":
+                raise UsageError(f"no shared {name} models in this version of iclr26")
+            continue
+        path = getattr(importlib.import_module(module), func)(size=args.size)
+        print(f"{name}: cached at {path}")
+        done += 1
+    if not done:
+        raise UsageError("no shared models to warm up in this version of iclr26")
+    return 0
+
+
+COMMANDS = {
+    "list": cmd_list,
+    "show": cmd_show,
+    "reproduce": cmd_reproduce,
+    "report": cmd_report,
+    "warmup": cmd_warmup,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if hasattr(args, "_plugin"):
+            return int(args._plugin.run(args))
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"iclr26: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("iclr26: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Metrics shared by two or more papers."""

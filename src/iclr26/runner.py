@@ -1,0 +1,466 @@
+"""Runs claim checks in worker processes or as Ray tasks, and keeps ``results.json`` current.
+
+Every claim runs in its own worker with a time limit: a claim that crashes, hangs or kills
+its process is recorded as ``error`` (with the traceback or the reason) and the run goes on.
+Each record is written to ``results.json`` as soon as its claim finishes, so an interrupted
+run keeps what it finished; a rerun skips claims that already have a record for the same
+scale and seed (``force=True`` runs them again; records whose verdict is ``error`` are always
+retried).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue as queue_mod
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from iclr26 import catalog
+from iclr26.claims import Claim, Context, Result, Scale, Verdict, claims_for, get_claim
+
+RESULTS_NAME = "results.json"
+
+
+@dataclass(frozen=True)
+class Task:
+    paper: str
+    claim: str
+    scale: str
+    seed: int
+    time_limit: float
+    cpus: int = 1
+    gpus: float = 0
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.paper, self.claim, self.scale, self.seed)
+
+
+# ---------------------------------------------------------------- results.json
+
+
+def record_key(record: dict[str, Any]) -> tuple[str, str, str, int]:
+    return (record["paper"], record["claim"], record["scale"], int(record.get("seed", 0)))
+
+
+def load_results(out_dir: Path | str) -> dict[str, Any]:
+    """The results file of ``out_dir`` (an empty one when it does not exist yet)."""
+    path = Path(out_dir) / RESULTS_NAME
+    if not path.exists():
+        return {"run": {}, "results": []}
+    with path.open(encoding="utf-8") as fh:
+        data = json.load(fh)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise ValueError(f"{path} is not a results file (no 'results' list)")
+    return data
+
+
+def write_results(out_dir: Path | str, data: dict[str, Any]) -> Path:
+    """Write atomically, so that an interruption never leaves a half-written file."""
+    path = Path(out_dir) / RESULTS_NAME
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def merge_record(data: dict[str, Any], record: dict[str, Any]) -> None:
+    key = record_key(record)
+    results = [r for r in data["results"] if record_key(r) != key]
+    results.append(record)
+    order = {p.slug: i for i, p in enumerate(catalog.PAPERS)}
+    results.sort(key=lambda r: (order.get(r["paper"], 10**6), r["paper"], r["claim"]))
+    data["results"] = results
+
+
+def run_info(scale: Scale, executor: str, jobs: int) -> dict[str, Any]:
+    import numpy as np
+
+    info: dict[str, Any] = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "scale": scale.value,
+        "executor": executor,
+        "jobs": jobs,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "host_cpus": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        if commit.returncode == 0:
+            info["git"] = commit.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+# ---------------------------------------------------------------- planning
+
+
+def plan(
+    names: Iterable[str],
+    scale: Scale | str,
+    seed: int = 0,
+    timeout_s: float | None = None,
+) -> tuple[list[Task], list[catalog.Paper]]:
+    """The tasks for the named papers/areas, and the selected papers that have no room yet."""
+    scale = Scale.parse(scale)
+    tasks: list[Task] = []
+    missing: list[catalog.Paper] = []
+    for paper in catalog.select(list(names)):
+        if not paper.implemented:
+            missing.append(paper)
+            continue
+        for entry in claims_for(paper.slug):
+            limit = float(timeout_s) if timeout_s else entry.time_limit(scale)
+            tasks.append(
+                Task(entry.paper, entry.name, scale.value, seed, limit, entry.cpus, entry.gpus)
+            )
+    return tasks, missing
+
+
+def _error_record(task: Task, entry: Claim | None, reason: str, tb: str | None, wall: float):
+    record = {
+        "paper": task.paper,
+        "claim": task.claim,
+        "scale": task.scale,
+        "seed": task.seed,
+        "statement": entry.statement if entry else "",
+        "paper_value": entry.paper_value if entry else "",
+        "criterion": entry.criterion if entry else "",
+    }
+    record.update(Result(Verdict.ERROR, reason).to_dict())
+    record["traceback"] = tb
+    record["wall_s"] = round(wall, 3)
+    return record
+
+
+# ---------------------------------------------------------------- worker side
+
+
+def _limit_threads(n_threads: int) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", str(n_threads))
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n_threads)
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        torch.set_num_threads(n_threads)
+    except ImportError:
+        pass
+
+
+def execute(task: Task, out_dir: str, n_threads: int, progress=None) -> dict[str, Any]:
+    """Run one task in this process: import its room, run the claim, return the record."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    _limit_threads(n_threads)
+    entry = get_claim(task.paper, task.claim)
+    ctx = Context(scale=task.scale, seed=task.seed, out_dir=Path(out_dir), progress=progress)
+    return entry.run(ctx)
+
+
+def _worker_main(task: Task, out_dir: str, n_threads: int, channel) -> None:
+    def progress(fraction: float, message: str) -> None:
+        channel.put(("progress", task.key, fraction, message))
+
+    try:
+        record = execute(task, out_dir, n_threads, progress)
+    except BaseException as exc:  # import errors of the room itself
+        record = _error_record(
+            task, None, f"{type(exc).__name__}: {exc}", traceback.format_exc(), 0.0
+        )
+    channel.put(("done", task.key, record))
+
+
+def _ray_execute(task: Task, out_dir: str, n_threads: int) -> dict[str, Any]:
+    """The Ray task body: the record plus the bytes of its figures (the node may be remote)."""
+    record = execute(task, out_dir, n_threads)
+    blobs = {}
+    for rel in record.get("figures", []):
+        path = Path(out_dir) / rel
+        if path.is_file():
+            blobs[rel] = base64.b64encode(path.read_bytes()).decode("ascii")
+    record["_figure_blobs"] = blobs
+    return record
+
+
+# ---------------------------------------------------------------- executors
+
+
+@dataclass
+class RunSummary:
+    out_dir: Path
+    ran: list[dict[str, Any]] = field(default_factory=list)
+    skipped_existing: list[Task] = field(default_factory=list)
+    missing: list[catalog.Paper] = field(default_factory=list)
+    interrupted: bool = False
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.ran:
+            out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+        return out
+
+
+ProgressHook = Callable[[str, Task, float, str], None]
+
+
+def _mp_context():
+    # fork keeps worker start-up cheap on Linux; elsewhere spawn is the only safe choice.
+    if sys.platform.startswith("linux"):
+        return mp.get_context("fork")
+    return mp.get_context("spawn")
+
+
+def _run_local(
+    tasks: list[Task],
+    out_dir: Path,
+    jobs: int,
+    on_event: ProgressHook,
+    on_record: Callable[[dict[str, Any]], None],
+) -> None:
+    ctx = mp.get_context(_mp_context().get_start_method())
+    channel = ctx.Queue()
+    pending = list(tasks)
+    running: dict[tuple, tuple[Task, Any, float]] = {}
+    n_threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                task = pending.pop(0)
+                threads = max(n_threads, task.cpus)
+                proc = ctx.Process(
+                    target=_worker_main, args=(task, str(out_dir), threads, channel), daemon=True
+                )
+                proc.start()
+                running[task.key] = (task, proc, time.monotonic())
+                on_event("start", task, 0.0, "")
+            try:
+                message = channel.get(timeout=0.2)
+            except queue_mod.Empty:
+                message = None
+            if message is not None:
+                kind, key = message[0], message[1]
+                if kind == "progress" and key in running:
+                    on_event("progress", running[key][0], message[2], message[3])
+                elif kind == "done" and key in running:
+                    task, proc, _ = running.pop(key)
+                    proc.join(timeout=10)
+                    on_record(message[2])
+                    on_event("done", task, 1.0, message[2]["verdict"])
+            now = time.monotonic()
+            for key, (task, proc, started) in list(running.items()):
+                if now - started > task.time_limit:
+                    proc.kill()
+                    proc.join(timeout=5)
+                    running.pop(key)
+                    record = _error_record(
+                        task,
+                        _safe_claim(task),
+                        f"exceeded the time limit of {task.time_limit:g} s",
+                        None,
+                        now - started,
+                    )
+                    on_record(record)
+                    on_event("done", task, 1.0, record["verdict"])
+                elif not proc.is_alive() and proc.exitcode not in (0, None):
+                    # Died without reporting: a segfault, os._exit, the out-of-memory killer.
+                    running.pop(key)
+                    record = _error_record(
+                        task,
+                        _safe_claim(task),
+                        f"worker process died with exit code {proc.exitcode}",
+                        None,
+                        now - started,
+                    )
+                    on_record(record)
+                    on_event("done", task, 1.0, record["verdict"])
+    finally:
+        for _, proc, _ in running.values():
+            proc.kill()
+            proc.join(timeout=5)
+
+
+def _safe_claim(task: Task) -> Claim | None:
+    try:
+        return get_claim(task.paper, task.claim)
+    except Exception:
+        return None
+
+
+def _run_ray(
+    tasks: list[Task],
+    out_dir: Path,
+    jobs: int,
+    on_event: ProgressHook,
+    on_record: Callable[[dict[str, Any]], None],
+) -> None:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError("the ray executor needs Ray: pip install 'iclr26[ray]'") from exc
+
+    started_here = False
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=max(jobs, 1), include_dashboard=False, log_to_driver=False)
+        started_here = True
+    remote = ray.remote(_ray_execute)
+    refs: dict[Any, tuple[Task, float]] = {}
+    try:
+        for task in tasks:
+            ref = remote.options(num_cpus=task.cpus, num_gpus=task.gpus, max_retries=0).remote(
+                task, str(out_dir), task.cpus
+            )
+            refs[ref] = (task, time.monotonic())
+            on_event("start", task, 0.0, "")
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
+            for ref in done:
+                task, started = refs.pop(ref)
+                try:
+                    record = ray.get(ref)
+                    for rel, blob in record.pop("_figure_blobs", {}).items():
+                        path = out_dir / rel
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        path.write_bytes(base64.b64decode(blob))
+                except Exception as exc:
+                    record = _error_record(
+                        task,
+                        _safe_claim(task),
+                        f"{type(exc).__name__}: {exc}",
+                        traceback.format_exc(),
+                        time.monotonic() - started,
+                    )
+                on_record(record)
+                on_event("done", task, 1.0, record["verdict"])
+            now = time.monotonic()
+            for ref, (task, started) in list(refs.items()):
+                # The clock starts at submission; a queued task counts its wait too.
+                if now - started > task.time_limit:
+                    ray.cancel(ref, force=True)
+                    refs.pop(ref)
+                    record = _error_record(
+                        task,
+                        _safe_claim(task),
+                        f"exceeded the time limit of {task.time_limit:g} s",
+                        None,
+                        now - started,
+                    )
+                    on_record(record)
+                    on_event("done", task, 1.0, record["verdict"])
+    finally:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        if started_here:
+            ray.shutdown()
+
+
+def reproduce(
+    names: Iterable[str] = (),
+    *,
+    scale: Scale | str = Scale.QUICK,
+    jobs: int = 1,
+    executor: str = "local",
+    out_dir: Path | str = "results",
+    force: bool = False,
+    seed: int = 0,
+    timeout_s: float | None = None,
+    on_event: ProgressHook | None = None,
+) -> RunSummary:
+    """Run the claim checks of the named papers or areas (all when empty)."""
+    scale = Scale.parse(scale)
+    tasks, missing = plan(names, scale, seed, timeout_s)
+    summary = run_tasks(
+        tasks,
+        scale=scale,
+        jobs=jobs,
+        executor=executor,
+        out_dir=out_dir,
+        force=force,
+        on_event=on_event,
+    )
+    summary.missing = missing
+    return summary
+
+
+def run_tasks(
+    tasks: list[Task],
+    *,
+    scale: Scale | str = Scale.QUICK,
+    jobs: int = 1,
+    executor: str = "local",
+    out_dir: Path | str = "results",
+    force: bool = False,
+    on_event: ProgressHook | None = None,
+) -> RunSummary:
+    """Run planned tasks, merging each record into ``out_dir/results.json`` as it finishes."""
+    scale = Scale.parse(scale)
+    if executor not in ("local", "ray"):
+        raise ValueError(f"unknown executor {executor!r}; valid: local, ray")
+    if jobs < 1:
+        raise ValueError("jobs must be >= 1")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not os.access(out_dir, os.W_OK):
+        raise PermissionError(f"output folder {out_dir} is not writable")
+    data = load_results(out_dir)
+    done_keys = {record_key(r) for r in data["results"] if r.get("verdict") != "error"}
+    summary = RunSummary(out_dir=out_dir)
+    if not force:
+        summary.skipped_existing = [t for t in tasks if t.key in done_keys]
+        tasks = [t for t in tasks if t.key not in done_keys]
+    data["run"] = run_info(scale, executor, jobs)
+    write_results(out_dir, data)
+
+    def on_record(record: dict[str, Any]) -> None:
+        summary.ran.append(record)
+        merge_record(data, record)
+        write_results(out_dir, data)
+
+    hook = on_event or (lambda *args: None)
+    try:
+        if executor == "local":
+            _run_local(tasks, out_dir, jobs, hook, on_record)
+        else:
+            _run_ray(tasks, out_dir, jobs, hook, on_record)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    data["run"]["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    data["run"]["interrupted"] = summary.interrupted
+    write_results(out_dir, data)
+    return summary

@@ -1,0 +1,90 @@
+import json
+
+import numpy as np
+import pytest
+
+from iclr26.claims import Context, Result, Scale, Verdict, claim, claims_for, get_claim
+
+
+def test_judge_reproduced_when_all_required_hold():
+    r = Result.judge(metrics={"a": 1.0}, required={"a > 0": True, "b": True})
+    assert r.verdict is Verdict.REPRODUCED
+    assert r.checks == {"a > 0": True, "b": True}
+
+
+def test_judge_not_reproduced_names_the_failed_condition():
+    r = Result.judge(metrics={"a": -1.0}, required={"a > 0": False, "b": True})
+    assert r.verdict is Verdict.NOT_REPRODUCED
+    assert "a > 0" in r.reason and "b" not in r.reason.replace("failed: ", "").split(";")[0][2:]
+
+
+def test_judge_partial_is_inconclusive_only_when_all_partial_hold():
+    r = Result.judge(metrics={}, required={"main": False}, partial={"weaker": True})
+    assert r.verdict is Verdict.INCONCLUSIVE and r.reason.startswith("partial")
+    r = Result.judge(metrics={}, required={"main": False}, partial={"weaker": False})
+    assert r.verdict is Verdict.NOT_REPRODUCED
+
+
+def test_judge_needs_a_condition():
+    with pytest.raises(ValueError):
+        Result.judge(metrics={}, required={})
+
+
+def test_result_is_json_clean():
+    r = Result.judge(
+        metrics={"x": np.float32(0.5), "arr": np.arange(3), "bad": float("nan")},
+        baseline={"b": {"n": np.int64(3)}},
+        required={"ok": np.bool_(True)},
+    )
+    text = json.dumps(r.to_dict())
+    back = json.loads(text)
+    assert back["metrics"]["arr"] == [0, 1, 2] and back["metrics"]["bad"] == "nan"
+    assert back["baseline"]["b"]["n"] == 3 and back["verdict"] == "reproduced"
+
+
+def test_scale_parse_and_pick():
+    assert Scale.parse("QUICK") is Scale.QUICK
+    with pytest.raises(ValueError, match="valid scales"):
+        Scale.parse("huge")
+    ctx = Context(scale="smoke", seed=3)
+    assert ctx.pick(1, 2, 3) == 1
+    assert Context(scale="full").pick(1, 2) == 2
+    assert Context(scale="full").pick(1, 2, 3) == 3
+    assert ctx.rng.integers(1000) == np.random.default_rng(3).integers(1000)
+
+
+def test_claim_run_records_error_with_traceback(tmp_path):
+    @claim(paper="_test_paper", name="boom", statement="s", paper_value="p", criterion="c")
+    def boom(ctx):
+        raise RuntimeError("kaput")
+
+    record = get_claim("_test_paper", "boom").run(Context(scale="smoke", out_dir=tmp_path))
+    assert record["verdict"] == "error"
+    assert "kaput" in record["reason"] and "RuntimeError" in record["traceback"]
+    assert record["env"]["seed"] == 0 and "python" in record["env"]
+
+
+def test_claim_must_return_result(tmp_path):
+    @claim(paper="_test_paper", name="wrong", statement="s", paper_value="p", criterion="c")
+    def wrong(ctx):
+        return {"verdict": "reproduced"}
+
+    record = get_claim("_test_paper", "wrong").run(Context(scale="smoke", out_dir=tmp_path))
+    assert record["verdict"] == "error" and "not Result" in record["reason"]
+
+
+def test_figures_are_stored_relative_to_out_dir(tmp_path):
+    @claim(paper="_test_paper", name="fig", statement="s", paper_value="p", criterion="c")
+    def fig(ctx):
+        path = ctx.figure_path("_test_paper", "fig")
+        path.write_bytes(b"png")
+        return Result.judge(metrics={"v": 1}, required={"v": True}, figures=[path])
+
+    record = get_claim("_test_paper", "fig").run(Context(scale="smoke", out_dir=tmp_path))
+    assert record["figures"] == ["figures/_test_paper-fig.png"]
+
+
+def test_unimplemented_paper_has_no_claims():
+    assert claims_for("obscuro") == [] or all(c.paper == "obscuro" for c in claims_for("obscuro"))
+    with pytest.raises(KeyError, match="did you mean"):
+        claims_for("cdaa")

@@ -1,0 +1,104 @@
+import json
+import os
+import time
+
+import pytest
+
+from iclr26.claims import Result, claim
+from iclr26.runner import Task, load_results, run_tasks
+
+PAPER = "_test_runner"
+
+
+@claim(paper=PAPER, name="ok", statement="passes", paper_value="-", criterion="x == 1")
+def ok(ctx):
+    ctx.report(0.5, "half")
+    return Result.judge(metrics={"x": 1}, baseline={"b": {"x": 0}}, required={"x == 1": True})
+
+
+@claim(paper=PAPER, name="fails", statement="fails", paper_value="-", criterion="x == 2")
+def fails(ctx):
+    return Result.judge(metrics={"x": 1}, required={"x == 2": False})
+
+
+@claim(paper=PAPER, name="raises", statement="raises", paper_value="-", criterion="-")
+def raises(ctx):
+    raise ValueError("broken claim")
+
+
+@claim(paper=PAPER, name="dies", statement="kills its process", paper_value="-", criterion="-")
+def dies(ctx):
+    os._exit(3)
+
+
+@claim(paper=PAPER, name="hangs", statement="never ends", paper_value="-", criterion="-")
+def hangs(ctx):
+    time.sleep(60)
+    return Result.judge(metrics={}, required={"never": True})
+
+
+def task(name, limit=30.0):
+    return Task(PAPER, name, "smoke", 0, limit)
+
+
+def test_every_failure_mode_is_recorded_and_the_run_goes_on(tmp_path):
+    events = []
+    summary = run_tasks(
+        [task("raises"), task("dies"), task("hangs", limit=2.0), task("ok"), task("fails")],
+        scale="smoke",
+        jobs=2,
+        out_dir=tmp_path,
+        on_event=lambda kind, t, frac, msg: events.append((kind, t.claim, msg)),
+    )
+    verdicts = {r["claim"]: r for r in summary.ran}
+    assert verdicts["ok"]["verdict"] == "reproduced"
+    assert verdicts["fails"]["verdict"] == "not reproduced"
+    assert verdicts["raises"]["verdict"] == "error"
+    assert "broken claim" in verdicts["raises"]["traceback"]
+    assert verdicts["dies"]["verdict"] == "error" and "exit code 3" in verdicts["dies"]["reason"]
+    assert verdicts["hangs"]["verdict"] == "error" and "time limit" in verdicts["hangs"]["reason"]
+    assert ("progress", "ok", "half") in events
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert len(data["results"]) == 5 and data["run"]["scale"] == "smoke"
+
+
+def test_rerun_skips_finished_claims_unless_forced_and_retries_errors(tmp_path):
+    run_tasks([task("ok"), task("raises")], scale="smoke", out_dir=tmp_path)
+    again = run_tasks([task("ok"), task("raises")], scale="smoke", out_dir=tmp_path)
+    assert [t.claim for t in again.skipped_existing] == ["ok"]
+    assert [r["claim"] for r in again.ran] == ["raises"]
+    forced = run_tasks([task("ok")], scale="smoke", out_dir=tmp_path, force=True)
+    assert [r["claim"] for r in forced.ran] == ["ok"]
+    assert len(load_results(tmp_path)["results"]) == 2
+
+
+def test_interrupted_run_keeps_finished_claims(tmp_path):
+    def interrupt_after_first(kind, t, frac, msg):
+        if kind == "done":
+            raise KeyboardInterrupt
+
+    summary = run_tasks(
+        [task("ok"), task("fails"), task("hangs", limit=30)],
+        scale="smoke",
+        out_dir=tmp_path,
+        on_event=interrupt_after_first,
+    )
+    assert summary.interrupted
+    data = load_results(tmp_path)
+    assert [r["claim"] for r in data["results"]] == ["ok"]
+    assert data["run"]["interrupted"] is True
+    rerun = run_tasks([task("ok"), task("fails")], scale="smoke", out_dir=tmp_path)
+    assert [r["claim"] for r in rerun.ran] == ["fails"]
+
+
+def test_bad_runner_arguments(tmp_path):
+    with pytest.raises(ValueError, match="executor"):
+        run_tasks([], executor="slurm", out_dir=tmp_path)
+    with pytest.raises(ValueError, match="jobs"):
+        run_tasks([], jobs=0, out_dir=tmp_path)
+
+
+def test_results_file_that_is_not_ours_is_refused(tmp_path):
+    (tmp_path / "results.json").write_text('{"something": 1}')
+    with pytest.raises(ValueError, match="not a results file"):
+        load_results(tmp_path)
