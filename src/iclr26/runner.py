@@ -41,6 +41,7 @@ class Task:
     time_limit: float
     cpus: int = 1
     gpus: float = 0
+    module: str | None = None  # imported by the worker before the claim is looked up
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -139,7 +140,16 @@ def plan(
         for entry in claims_for(paper.slug):
             limit = float(timeout_s) if timeout_s else entry.time_limit(scale)
             tasks.append(
-                Task(entry.paper, entry.name, scale.value, seed, limit, entry.cpus, entry.gpus)
+                Task(
+                    entry.paper,
+                    entry.name,
+                    scale.value,
+                    seed,
+                    limit,
+                    entry.cpus,
+                    entry.gpus,
+                    module=paper.claims_module,
+                )
             )
     return tasks, missing
 
@@ -185,6 +195,10 @@ def execute(task: Task, out_dir: str, n_threads: int, progress=None) -> dict[str
 
     matplotlib.use("Agg")
     _limit_threads(n_threads)
+    if task.module:
+        import importlib
+
+        importlib.import_module(task.module)
     entry = get_claim(task.paper, task.claim)
     ctx = Context(scale=task.scale, seed=task.seed, out_dir=Path(out_dir), progress=progress)
     return entry.run(ctx)
@@ -261,7 +275,7 @@ def _run_local(
                 task = pending.pop(0)
                 threads = max(n_threads, task.cpus)
                 proc = ctx.Process(
-                    target=_worker_main, args=(task, str(out_dir), threads, channel), daemon=True
+                    target=_worker_main, args=(task, str(out_dir), threads, channel), daemon=False
                 )
                 proc.start()
                 running[task.key] = (task, proc, time.monotonic())

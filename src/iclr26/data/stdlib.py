@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import json
+import os
 import sysconfig
 import zlib
 from dataclasses import dataclass
@@ -45,14 +47,15 @@ def stdlib_root() -> Path:
 def _code_files() -> tuple[tuple[str, int], ...]:
     root = stdlib_root()
     files = []
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root)
-        if _SKIP_DIRS.intersection(rel.parts[:-1]):
-            continue
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            continue
-        files.append((rel.as_posix(), size))
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]  # prune, never descend
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            path = Path(dirpath) / name
+            size = path.stat().st_size
+            if size <= _MAX_BYTES:
+                files.append((path.relative_to(root).as_posix(), size))
     return tuple(sorted(files))
 
 
@@ -93,6 +96,29 @@ def _docstrings(source: str) -> list[str]:
     return [d for d in docs if d]
 
 
+def cache_dir() -> Path:
+    """The package's on-disk cache: ``$ICLR26_CACHE``, default ``~/.cache/iclr26``."""
+    path = Path(os.environ.get("ICLR26_CACHE", Path.home() / ".cache" / "iclr26"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def _all_docstrings() -> dict[str, list[str]]:
+    """Docstrings of every code file, parsed once and cached on disk by fingerprint."""
+    path = cache_dir() / f"stdlib-docstrings-{corpus_fingerprint()[:16]}.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    docs = {rel: _docstrings(_read(rel)) for rel, _ in _code_files()}
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(docs), encoding="utf-8")
+    os.replace(tmp, path)
+    return docs
+
+
 def stdlib_texts(
     split: str = "train", kinds: tuple[str, ...] = ("code",), max_files: int | None = None
 ) -> list[CorpusText]:
@@ -110,12 +136,13 @@ def stdlib_texts(
         files = [rel for rel, _ in _code_files() if split_of(rel) == split]
         if max_files is not None:
             files = files[:max_files]
+        docstrings = _all_docstrings() if "docstrings" in kinds and max_files is None else None
         for rel in files:
-            source = _read(rel)
             if "code" in kinds:
-                out.append(CorpusText("code", rel, source))
+                out.append(CorpusText("code", rel, _read(rel)))
             if "docstrings" in kinds:
-                out.extend(CorpusText("docstrings", rel, d) for d in _docstrings(source))
+                docs = docstrings[rel] if docstrings is not None else _docstrings(_read(rel))
+                out.extend(CorpusText("docstrings", rel, d) for d in docs)
     if "prose" in kinds:
         topics = _prose_topics()
         keys = [k for k in sorted(topics) if split_of(k) == split]

@@ -1,0 +1,50 @@
+import sys
+import textwrap
+
+import pytest
+
+from iclr26.runner import Task, load_results, run_tasks
+
+ray = pytest.importorskip("ray")
+
+CLAIMS = """
+from iclr26.claims import Result, claim
+
+@claim(paper="_ray_paper", name="sum", statement="adds", paper_value="3", criterion="1+2 == 3")
+def add(ctx):
+    path = ctx.figure_path("_ray_paper", "sum")
+    path.write_bytes(b"not really a png")
+    return Result.judge(metrics={"sum": 1 + 2}, required={"1+2 == 3": 1 + 2 == 3},
+                        figures=[path])
+
+@claim(paper="_ray_paper", name="broken", statement="raises", paper_value="-", criterion="-")
+def broken(ctx):
+    raise RuntimeError("fails on the cluster too")
+"""
+
+
+def test_ray_executor_runs_claims_as_tasks(tmp_path):
+    (tmp_path / "user_claims_for_ray.py").write_text(textwrap.dedent(CLAIMS))
+    sys.path.insert(0, str(tmp_path))
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(tmp_path)}},
+    )
+    try:
+        tasks = [
+            Task("_ray_paper", name, "smoke", 0, 120, module="user_claims_for_ray")
+            for name in ("sum", "broken")
+        ]
+        summary = run_tasks(tasks, scale="smoke", executor="ray", out_dir=tmp_path / "out")
+    finally:
+        ray.shutdown()
+        sys.path.remove(str(tmp_path))
+    verdicts = {r["claim"]: r for r in summary.ran}
+    assert verdicts["sum"]["verdict"] == "reproduced"
+    assert verdicts["broken"]["verdict"] == "error"
+    assert "fails on the cluster too" in verdicts["broken"]["reason"]
+    # Figures made on the (possibly remote) node are written back next to results.json.
+    assert (tmp_path / "out" / "figures" / "_ray_paper-sum.png").read_bytes() == b"not really a png"
+    assert len(load_results(tmp_path / "out")["results"]) == 2
