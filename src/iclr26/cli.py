@@ -51,6 +51,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="every paper with its area, status and last verdicts")
     p.add_argument("--out", default="results", help="results folder to read verdicts from")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
 
     p = sub.add_parser("show", help="the claims and the API of one paper")
     p.add_argument("slug")
@@ -104,6 +105,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     verdicts = _last_verdicts(args.out)
+    if args.markdown:
+        print("| paper | area | status | verdicts (last run) |")
+        print("|---|---|---|---|")
+        for paper in catalog.PAPERS:
+            status = "implemented" if paper.implemented else "not implemented yet"
+            cell = "<br>".join(verdicts.get(paper.slug, [])) or "-"
+            print(
+                f"| [`{paper.slug}`](src/iclr26/{paper.area}/{paper.slug}) {paper.title} | "
+                f"{paper.area} | {status} | {cell} |"
+            )
+        return 0
     table = Table(title=f"iclr26 — {len(catalog.PAPERS)} papers")
     for col in ("slug", "area", "status", "last verdicts", "title"):
         table.add_column(col, overflow="fold")
@@ -342,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("iclr26: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into a program that stopped reading (head, less)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
