@@ -1,0 +1,232 @@
+"""Exact solutions for scoring: risk-neutral Q, the CVaR-optimal shortfall by dynamic
+programming on the augmented state (s, eta), exact return distributions of budget-carrying
+policies, and Monte Carlo CVaR."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .predictive_tail import (
+    BudgetGrid,
+    check_risk_level,
+    cvar_from_shortfall,
+    greedy_action,
+    initial_budget,
+)
+from .tables import EpisodicTable, TableSampler
+
+
+def default_grid(table: EpisodicTable) -> BudgetGrid:
+    """Integer budgets spanning every return-to-go [G_min, G_max] of the table."""
+    lo, hi = table.return_bounds()
+    return BudgetGrid(lo, hi, 1.0)
+
+
+def risk_neutral_q(table: EpisodicTable, tol: float = 1e-10, max_iter: int = 100_000):
+    """Optimal expected-return Q by undiscounted value iteration (episodes terminate)."""
+    q = np.zeros((table.n_states, table.n_actions))
+    cont = ~table.terminal
+    for _ in range(max_iter):
+        v = q.max(-1)
+        q_new = (table.prob * (table.reward + cont * v[table.next_state])).sum(-1)
+        if np.max(np.abs(q_new - q)) < tol:
+            return q_new
+        q = q_new
+    raise RuntimeError("risk-neutral value iteration did not converge")
+
+
+@dataclass
+class CVaRSolution:
+    grid: BudgetGrid
+    q: float
+    shortfall: np.ndarray  # L*[S, A, K]
+    tail_prob: np.ndarray  # F*[S, A, K] under the greedy optimal policy
+    tail_value: np.ndarray  # H*[S, A, K]
+    q_neutral: np.ndarray  # [S, A]
+    eta0: float
+    cvar: float
+
+    def act(self, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
+        """Greedy optimal action at augmented states (arrays of equal shape)."""
+        j = self.grid.index(eta)
+        K = self.grid.size
+        loss = self.shortfall[state, :, np.clip(j, 0, K - 1)]  # [..., A]
+        qn = self.q_neutral[state]
+        loss = np.where((j >= K)[..., None], -qn, np.where((j < 0)[..., None], 0.0, loss))
+        return greedy_action(loss, qn)
+
+
+def _next_min(grid: BudgetGrid, loss: np.ndarray, v_neutral: np.ndarray, nxt, j2, eta2):
+    """min_b L(s', b, eta') with the off-grid rules, for index arrays of any shape."""
+    K = grid.size
+    inside = loss.min(1)[nxt, np.clip(j2, 0, K - 1)]
+    return np.where(j2 < 0, 0.0, np.where(j2 >= K, eta2 - v_neutral[nxt], inside))
+
+
+def cvar_dynamic_programming(
+    table: EpisodicTable,
+    q: float,
+    grid: BudgetGrid | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100_000,
+) -> CVaRSolution:
+    """CVaR-optimal shortfall L*(s, a, eta) = E[(eta - G)_+] minimised over policies on the
+    augmented state, then eta0* = argmax {eta - L*(s0, eta)/q} and the optimal CVaR."""
+    q = check_risk_level(q)
+    grid = default_grid(table) if grid is None else grid
+    K = grid.size
+    qn = risk_neutral_q(table)
+    vn = qn.max(-1)
+    shift = grid.shift(table.reward)  # [S, A, O]
+    j2 = np.arange(K) + shift[..., None]  # [S, A, O, K]
+    eta2 = grid.values + (shift[..., None] * grid.step)
+    nxt = np.broadcast_to(table.next_state[..., None], j2.shape)
+    term = table.terminal[..., None]
+    p = table.prob[..., None]
+    loss = np.zeros((table.n_states, table.n_actions, K))
+    for _ in range(max_iter):
+        target = np.where(term, np.maximum(eta2, 0.0), _next_min(grid, loss, vn, nxt, j2, eta2))
+        new = (p * target).sum(2)
+        if np.max(np.abs(new - loss)) < tol:
+            loss = new
+            break
+        loss = new
+    else:
+        raise RuntimeError("CVaR dynamic programming did not converge")
+    # F*, H* of the greedy optimal policy by iterating their recursion
+    jc = np.clip(j2, 0, K - 1)
+    qn_next = qn[nxt]  # [S, A, O, K, A']
+    loss_next = np.moveaxis(loss, 1, -1)[nxt, jc]
+    loss_next = np.where(
+        (j2 < 0)[..., None], 0.0, np.where((j2 >= K)[..., None], -qn_next, loss_next)
+    )
+    a_next = greedy_action(loss_next, qn_next)  # [S, A, O, K]
+    tail_prob = np.zeros_like(loss)
+    tail_value = np.zeros_like(loss)
+    hit = (eta2 >= 0).astype(float)
+    reward = table.reward[..., None]
+    for _ in range(max_iter):
+        f_in = tail_prob[nxt, a_next, jc]
+        h_in = tail_value[nxt, a_next, jc]
+        f_next = np.where(j2 < 0, 0.0, np.where(j2 >= K, 1.0, f_in))
+        h_next = np.where(j2 < 0, 0.0, np.where(j2 >= K, vn[nxt], h_in))
+        f_t = np.where(term, hit, f_next)
+        h_t = np.where(term, reward * hit, reward * f_next + h_next)
+        new_f, new_h = (p * f_t).sum(2), (p * h_t).sum(2)
+        done = max(np.max(np.abs(new_f - tail_prob)), np.max(np.abs(new_h - tail_value))) < tol
+        tail_prob, tail_value = new_f, new_h
+        if done:
+            break
+    s0 = table.start_state
+    min_loss = loss[s0].min(0)
+    k0 = int(initial_budget(grid.values, min_loss, q))
+    return CVaRSolution(
+        grid,
+        q,
+        loss,
+        tail_prob,
+        tail_value,
+        qn,
+        float(grid.values[k0]),
+        float(cvar_from_shortfall(grid.values, min_loss, q)),
+    )
+
+
+def cvar_of_distribution(values: np.ndarray, probs: np.ndarray, q: float) -> np.ndarray:
+    """Lower-tail CVaR_q of discrete distributions (last axis), fractional atoms included."""
+    q = check_risk_level(q)
+    values = np.broadcast_to(np.asarray(values, dtype=float), np.shape(probs))
+    probs = np.asarray(probs, dtype=float)
+    order = np.argsort(values, axis=-1)
+    v = np.take_along_axis(values, order, -1)
+    p = np.take_along_axis(probs, order, -1)
+    before = np.cumsum(p, -1) - p
+    taken = np.clip(q - before, 0.0, p)
+    return (taken * v).sum(-1) / q
+
+
+def return_distribution(
+    table: EpisodicTable,
+    act: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    eta0: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact return distribution of R budget-carrying policies.
+
+    ``act(rep, state, eta)`` maps index arrays of equal shape to actions; ``eta0`` [R] are
+    the initial budgets; the budget after accumulating reward g is eta0 - g. Returns the
+    support (accumulated returns) and probabilities [R, G]. Truncation at the horizon ends
+    the episode with the accumulated return.
+    """
+    eta0 = np.atleast_1d(np.asarray(eta0, dtype=float))
+    R, S, O = eta0.shape[0], table.n_states, table.prob.shape[-1]
+    # accumulated rewards: at most horizon - 1 non-terminal steps, then any step
+    live = table.prob > 0
+    step_r = np.where(live & ~table.terminal, table.reward, 0.0)
+    any_r = np.where(live, table.reward, 0.0)
+    r_lo = (table.horizon - 1) * min(step_r.min(), 0.0) + min(any_r.min(), 0.0)
+    r_hi = (table.horizon - 1) * max(step_r.max(), 0.0) + max(any_r.max(), 0.0)
+    support = np.arange(np.floor(r_lo), np.ceil(r_hi) + 1)
+    G = support.size
+    mass = np.zeros((R, S, G))
+    mass[:, table.start_state, int(-support[0])] = 1.0
+    final = np.zeros((R, G))
+    rep, st, gi = np.indices((R, S, G))
+    rewards_int = np.rint(table.reward).astype(np.int64)
+    a = act(rep, st, eta0[:, None, None] - support[gi])  # the policy depends on (s, g) only
+    for _ in range(table.horizon):
+        for o in range(O):
+            w = mass * table.prob[st, a, o]
+            g2 = np.clip(gi + rewards_int[st, a, o], 0, G - 1)
+            s2 = table.next_state[st, a, o]
+            term = table.terminal[st, a, o]
+            final += np.bincount((rep * G + g2)[term], w[term], R * G).reshape(R, G)
+            live = ~term
+            flat = (rep * S + s2) * G + g2
+            if o == 0:
+                new = np.bincount(flat[live], w[live], R * S * G)
+            else:
+                new += np.bincount(flat[live], w[live], R * S * G)
+        mass = new.reshape(R, S, G)
+    final += mass.sum(1)
+    return support, final
+
+
+def policy_cvar(table: EpisodicTable, act, eta0, q: float) -> np.ndarray:
+    """Exact CVaR_q of the return of R budget-carrying policies."""
+    support, probs = return_distribution(table, act, eta0)
+    return cvar_of_distribution(support, probs, q)
+
+
+def neutral_policy_cvar(table: EpisodicTable, q: float) -> float:
+    """Exact CVaR_q of the risk-neutral optimal policy (ties broken by the lower index)."""
+    greedy = risk_neutral_q(table).argmax(-1)
+    return float(policy_cvar(table, lambda r, s, e: greedy[s], np.zeros(1), q)[0])
+
+
+def monte_carlo_returns(table: EpisodicTable, act, eta0: float, n_episodes: int, seed=0):
+    """Returns of ``n_episodes`` rollouts of one budget-carrying policy, all in lock-step."""
+    rng = np.random.default_rng(seed)
+    sampler = TableSampler(table, n_episodes, rng)
+    budget = np.full(n_episodes, float(eta0))
+    total = np.zeros(n_episodes)
+    alive = np.ones(n_episodes, dtype=bool)
+    rep = np.zeros(n_episodes, dtype=np.int64)
+    for _ in range(table.horizon):
+        a = act(rep, sampler.state, budget)
+        _, r, term, trunc = sampler.step(a)
+        total += np.where(alive, r, 0.0)
+        budget -= r
+        alive &= ~(term | trunc)
+        if not alive.any():
+            break
+    return total
+
+
+def empirical_cvar(returns: np.ndarray, q: float) -> float:
+    """Mean of the worst ceil(q N) returns."""
+    q = check_risk_level(q)
+    returns = np.sort(np.asarray(returns, dtype=float))
+    return float(returns[: int(np.ceil(q * returns.size))].mean())

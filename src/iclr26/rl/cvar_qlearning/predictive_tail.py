@@ -1,0 +1,113 @@
+"""The predictive tail functions and their Bellman recursion (our reconstruction).
+
+On the budget-augmented state (s, eta), for action a and return-to-go G:
+  tail probability  F(s, a, eta) = P(G <= eta),
+  tail value        H(s, a, eta) = E[G 1{G <= eta}],
+  shortfall         L(s, a, eta) = E[(eta - G)_+] = eta F - H.
+For a transition (s, a) -> (r, s') with eta' = eta - r and a' greedy at (s', eta'):
+  F(s, a, eta) = E[F(s', a', eta')],   H(s, a, eta) = E[r F(s', a', eta') + H(s', a', eta')],
+and at a terminal s': F = 1{eta' >= 0}, H = r 1{eta' >= 0}. The immediate reward enters H
+every step. Greedy rule (policy improvement): a = argmin_a L(s, a, eta), ties broken by the
+risk-neutral Q. Static CVaR of the return at level q (Rockafellar-Uryasev):
+CVaR_q = max_eta {eta - L(s0, eta) / q}. Budgets off the grid are clamped: below it
+F = H = 0; above it F = 1 and H = E[G] under the risk-neutral optimal continuation.
+Everything that depends on these definitions lives in this module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TIE_TOL = 1e-9
+
+
+class BudgetGrid:
+    """Evenly spaced budgets eta_k = lo + k * step, k = 0..K-1; rewards must be multiples
+    of ``step`` so that eta - r lands on the grid."""
+
+    def __init__(self, lo: float, hi: float, step: float = 1.0):
+        if not (np.isfinite(lo) and np.isfinite(hi)) or hi < lo:
+            raise ValueError(f"need finite lo <= hi, got [{lo}, {hi}]")
+        if step <= 0:
+            raise ValueError("the grid step must be positive")
+        self.lo, self.step = float(lo), float(step)
+        self.size = int(round((hi - lo) / step)) + 1
+        self.values = self.lo + self.step * np.arange(self.size)
+
+    @property
+    def hi(self) -> float:
+        return float(self.values[-1])
+
+    def shift(self, reward: np.ndarray) -> np.ndarray:
+        """Integer index shift -r/step for rewards on the grid's lattice."""
+        shift = -np.asarray(reward, dtype=float) / self.step
+        rounded = np.rint(shift)
+        if np.any(np.abs(shift - rounded) > 1e-9):
+            raise ValueError("rewards must be multiples of the budget grid step")
+        return rounded.astype(np.int64)
+
+    def index(self, eta: np.ndarray) -> np.ndarray:
+        """Integer grid index of budgets on the lattice (may fall outside [0, K))."""
+        return np.rint((np.asarray(eta, dtype=float) - self.lo) / self.step).astype(np.int64)
+
+
+def shortfall(eta: np.ndarray, tail_prob: np.ndarray, tail_value: np.ndarray) -> np.ndarray:
+    """L = eta F - H."""
+    return eta * tail_prob - tail_value
+
+
+def greedy_action(loss: np.ndarray, q_neutral: np.ndarray, axis: int = -1) -> np.ndarray:
+    """argmin of the shortfall along ``axis``, ties broken by the larger risk-neutral Q."""
+    best = loss.min(axis=axis, keepdims=True)
+    score = np.where(loss <= best + TIE_TOL, q_neutral, -np.inf)
+    return score.argmax(axis=axis)
+
+
+def clamped_tail(
+    j: np.ndarray,
+    K: int,
+    tail_prob_in: np.ndarray,
+    tail_value_in: np.ndarray,
+    v_neutral: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """F and H ([R, K, A]) at budget indices j ([R, K]) with the off-grid rules: below the
+    grid F = H = 0; above it F = 1 and H = E[G] (``v_neutral``, broadcast to [R, K, A])."""
+    below, above = j < 0, j >= K
+    tail_prob, tail_value = tail_prob_in.copy(), tail_value_in.copy()
+    if below.any():
+        tail_prob[below] = 0.0
+        tail_value[below] = 0.0
+    if above.any():
+        tail_prob[above] = 1.0
+        tail_value[above] = np.broadcast_to(v_neutral, tail_value.shape)[above]
+    return tail_prob, tail_value
+
+
+def terminal_targets(eta_next: np.ndarray, reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """F and H targets when s' is terminal: 1{eta' >= 0} and r 1{eta' >= 0}."""
+    hit = (eta_next >= 0).astype(float)
+    return hit, reward * hit
+
+
+def bootstrap_targets(
+    reward: np.ndarray, tail_prob_next: np.ndarray, tail_value_next: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """F and H targets through a non-terminal s': F(s', a', eta') and r F + H(s', a', eta')."""
+    return tail_prob_next, reward * tail_prob_next + tail_value_next
+
+
+def initial_budget(grid_values: np.ndarray, min_shortfall: np.ndarray, q: float) -> np.ndarray:
+    """Index of argmax_eta {eta - min_a L(s0, a, eta) / q} (last axis = budgets)."""
+    return (grid_values - min_shortfall / q).argmax(axis=-1)
+
+
+def cvar_from_shortfall(grid_values: np.ndarray, min_shortfall: np.ndarray, q: float):
+    """max_eta {eta - min_a L / q} over the grid."""
+    return (grid_values - min_shortfall / q).max(axis=-1)
+
+
+def check_risk_level(q: float) -> float:
+    q = float(q)
+    if not (0.0 < q <= 1.0):
+        raise ValueError(f"the CVaR level q must lie in (0, 1], got {q!r}")
+    return q

@@ -1,0 +1,168 @@
+"""Exploitability (Nash gap), behaviour-cloning error, measure-matching error, the
+dominant-strategy check and bound, and the best-response continuity constant."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .game import TabularMarkovGame, uniform_profile
+
+
+def nash_gap_per_agent(game: TabularMarkovGame, pi: Sequence[np.ndarray]) -> np.ndarray:
+    """max_{pi'_i} V_i(pi'_i, pi_-i) - V_i(pi) for every agent i."""
+    own = game.values(pi)
+    best = np.array([game.best_response(i, pi)[0] for i in range(game.n_agents)])
+    return np.maximum(best - own, 0.0)
+
+
+def nash_gap(game: TabularMarkovGame, pi: Sequence[np.ndarray], reduce: str = "max") -> float:
+    """Exploitability: the largest (``reduce="max"``) or summed per-agent gain of a
+    unilateral best response."""
+    gaps = nash_gap_per_agent(game, pi)
+    if reduce == "max":
+        return float(gaps.max())
+    if reduce == "sum":
+        return float(gaps.sum())
+    raise ValueError("reduce must be 'max' or 'sum'")
+
+
+def total_variation(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """TV distance along the last axis."""
+    return 0.5 * np.abs(np.asarray(p) - np.asarray(q)).sum(-1)
+
+
+def bc_error(
+    game: TabularMarkovGame,
+    pi: Sequence[np.ndarray],
+    pi_expert: Sequence[np.ndarray],
+    reduce: str = "max",
+) -> float:
+    """eps_BC = max_i E_{s ~ d^{pi_E}} TV(pi_i(.|s), pi^E_i(.|s)) (or the sum over agents);
+    measured under the expert's occupancy, where the data comes from."""
+    pi, pi_expert = game.check_policy(pi), game.check_policy(pi_expert)
+    d = game.occupancy(pi_expert)
+    per_agent = np.array([d @ total_variation(p, e) for p, e in zip(pi, pi_expert)])
+    if reduce == "max":
+        return float(per_agent.max())
+    if reduce == "sum":
+        return float(per_agent.sum())
+    raise ValueError("reduce must be 'max' or 'sum'")
+
+
+def measure_matching_error(
+    game: TabularMarkovGame, pi: Sequence[np.ndarray], pi_expert: Sequence[np.ndarray]
+) -> float:
+    """TV between state-joint-action occupancies d^pi (x) pi and d^{pi_E} (x) pi_E."""
+    mu = game.occupancy(pi)[:, None] * game.joint_policy(pi)
+    mu_e = game.occupancy(pi_expert)[:, None] * game.joint_policy(pi_expert)
+    return float(total_variation(mu.ravel(), mu_e.ravel()))
+
+
+def dominant_strategy_bound(n_agents: int, eps_bc: float, gamma: float, r_max: float) -> float:
+    """Nash gap <= 2 r_max (2n - 1) eps_BC / (1 - gamma)^2 for a dominant-strategy expert
+    equilibrium (our constant, from the performance-difference lemma and TV of product
+    policies <= sum of per-agent TVs; the paper states the O(n eps/(1-gamma)^2) rate)."""
+    if int(n_agents) < 1:
+        raise ValueError("n_agents must be >= 1")
+    if eps_bc < 0 or not (0.0 <= gamma < 1.0) or r_max < 0:
+        raise ValueError("need eps_bc >= 0, gamma in [0, 1) and r_max >= 0")
+    return 2.0 * r_max * (2 * int(n_agents) - 1) * eps_bc / (1.0 - gamma) ** 2
+
+
+def random_profile(game: TabularMarkovGame, rng: np.random.Generator, deterministic=False):
+    if deterministic:
+        return tuple(np.eye(a)[rng.integers(0, a, game.n_states)] for a in game.n_actions)
+    return tuple(rng.dirichlet(np.ones(a), size=game.n_states) for a in game.n_actions)
+
+
+def dominant_strategy_check(
+    game: TabularMarkovGame,
+    pi_expert: Sequence[np.ndarray],
+    n_samples: int = 20,
+    seed: int = 0,
+    tol: float = 1e-8,
+) -> bool:
+    """True when every pi^E_i is a best response to every tested opponent profile: the
+    expert's, the uniform one and ``n_samples`` random (half deterministic) profiles."""
+    pi_expert = game.check_policy(pi_expert)
+    rng = np.random.default_rng(seed)
+    profiles = [pi_expert, uniform_profile(game)]
+    profiles += [random_profile(game, rng, deterministic=k % 2 == 0) for k in range(n_samples)]
+    for others in profiles:
+        for i in range(game.n_agents):
+            mixed = list(others)
+            mixed[i] = pi_expert[i]
+            best = game.best_response(i, mixed)[0]
+            if game.values(mixed)[i] < best - tol * max(1.0, abs(best)):
+                return False
+    return True
+
+
+def soft_best_response(
+    game: TabularMarkovGame,
+    i: int,
+    pi: Sequence[np.ndarray],
+    temperature: float,
+    tol: float = 1e-10,
+    max_iter: int = 10_000,
+):
+    """Entropy-regularised (quantal) best response: soft value iteration with temperature
+    tau; returns (rho . V_soft, policy [S, A_i])."""
+    if temperature <= 0:
+        raise ValueError("temperature must be > 0")
+    p_i, r_i = game.induced_mdp(i, pi)
+    v = np.zeros(game.n_states)
+    for _ in range(max_iter):
+        q = r_i + game.gamma * p_i @ v
+        v_new = temperature * logsumexp(q / temperature, axis=-1)
+        if np.max(np.abs(v_new - v)) < tol:
+            v = v_new
+            break
+        v = v_new
+    q = r_i + game.gamma * p_i @ v
+    policy = np.exp((q - q.max(-1, keepdims=True)) / temperature)
+    return float(game.rho @ v), policy / policy.sum(-1, keepdims=True)
+
+
+def br_continuity_constant(
+    game: TabularMarkovGame,
+    pi_expert: Sequence[np.ndarray],
+    radius: float = 0.05,
+    n_samples: int = 10,
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Empirical Lipschitz constants of the best-response map around pi^E: perturb each
+    opponent to (1 - radius) pi^E_j + radius * random policy and report the largest change
+    of the (soft, if temperature > 0) best-response value and policy (expected TV under
+    d^{pi_E}), each divided by the radius."""
+    if not (0.0 < radius <= 1.0):
+        raise ValueError("radius must lie in (0, 1]")
+    pi_expert = game.check_policy(pi_expert)
+    rng = np.random.default_rng(seed)
+    d = game.occupancy(pi_expert)
+
+    def br(i, profile):
+        if temperature > 0:
+            return soft_best_response(game, i, profile, temperature)
+        value, policy, _ = game.best_response(i, profile)
+        return value, policy
+
+    value_ratio = policy_ratio = 0.0
+    for i in range(game.n_agents):
+        base_value, base_policy = br(i, pi_expert)
+        for _ in range(n_samples):
+            noise = random_profile(game, rng)
+            profile = [
+                p if j == i else (1 - radius) * p + radius * noise[j]
+                for j, p in enumerate(pi_expert)
+            ]
+            value, policy = br(i, profile)
+            value_ratio = max(value_ratio, abs(value - base_value) / radius)
+            policy_ratio = max(
+                policy_ratio, float(d @ total_variation(policy, base_policy)) / radius
+            )
+    return {"value": value_ratio, "policy": policy_ratio}
