@@ -1,0 +1,30 @@
+"""Learned transformer nonlinearities: spline GeLU/softmax replacements, two-stage search."""
+
+from iclr26.nn.learned_nonlinearities.hf import patch_hf_activations
+from iclr26.nn.learned_nonlinearities.procedure import (
+    History,
+    compatibility_matrix,
+    discover_nonlinearities,
+    steps_to_reach,
+    train_with_frozen,
+)
+from iclr26.nn.learned_nonlinearities.spline import ATTENTION_KINDS, LinearSpline, Nonlinearities
+from iclr26.nn.learned_nonlinearities.tasks import AdditionTask, TextTask, masked_loss, prose_task
+from iclr26.nn.learned_nonlinearities.transformer import SplineTransformer
+
+__all__ = [
+    "ATTENTION_KINDS",
+    "AdditionTask",
+    "History",
+    "LinearSpline",
+    "Nonlinearities",
+    "SplineTransformer",
+    "TextTask",
+    "compatibility_matrix",
+    "discover_nonlinearities",
+    "masked_loss",
+    "patch_hf_activations",
+    "prose_task",
+    "steps_to_reach",
+    "train_with_frozen",
+]

@@ -1,0 +1,151 @@
+"""Sequence tasks for the two-stage procedure: 3-digit addition and character-level text.
+
+A task offers ``sample(split, batch, gen)`` -> (inputs, targets, loss mask) over the splits
+``wts`` (weights), ``arch`` (held-out data for the splines) and ``test``, plus ``evaluate``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+SPLITS = ("wts", "arch", "test")
+
+
+def masked_loss(model: nn.Module, batch) -> torch.Tensor:
+    x, y, mask = batch
+    logits = model(x)
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
+    mask = mask.flatten().float()
+    return (loss * mask).sum() / mask.sum()
+
+
+@dataclass
+class AdditionTask:
+    """``a+b=s`` with 3-digit operands (most-significant first) and the sum written
+    least-significant first; loss on the answer digits only. Splits are disjoint pairs."""
+
+    n_digits: int = 3
+    n_train: int = 20_000
+    n_test: int = 2_000
+    arch_fraction: float = 0.2
+    seed: int = 0
+
+    PLUS, EQUALS = 10, 11
+    vocab_size: int = 12
+
+    def __post_init__(self) -> None:
+        if self.n_digits < 1 or self.n_train < 10 or self.n_test < 1:
+            raise ValueError("need n_digits >= 1, n_train >= 10, n_test >= 1")
+        if not 0 < self.arch_fraction < 1:
+            raise ValueError("arch_fraction must be in (0, 1)")
+        space = 10 ** (2 * self.n_digits)
+        if self.n_train + self.n_test > space:
+            raise ValueError("more examples requested than distinct pairs exist")
+        rng = np.random.default_rng(self.seed)
+        pairs = rng.choice(space, self.n_train + self.n_test, replace=False)
+        a, b = pairs // 10**self.n_digits, pairs % 10**self.n_digits
+        seqs = self._encode(a, b)
+        n_arch = int(round(self.arch_fraction * self.n_train))
+        n_wts = self.n_train - n_arch
+        self.data = {
+            "wts": seqs[:n_wts],
+            "arch": seqs[n_wts : self.n_train],
+            "test": seqs[self.n_train :],
+        }
+
+    @property
+    def context(self) -> int:
+        return 3 * self.n_digits + 2
+
+    @property
+    def answer_len(self) -> int:
+        return self.n_digits + 1
+
+    def _digits(self, v: np.ndarray, n: int) -> np.ndarray:
+        return (v[:, None] // 10 ** np.arange(n)[None, :]) % 10  # least significant first
+
+    def _encode(self, a: np.ndarray, b: np.ndarray) -> torch.Tensor:
+        n = self.n_digits
+        cols = [
+            self._digits(a, n)[:, ::-1],
+            np.full((len(a), 1), self.PLUS),
+            self._digits(b, n)[:, ::-1],
+            np.full((len(a), 1), self.EQUALS),
+            self._digits(a + b, n + 1),
+        ]
+        return torch.from_numpy(np.concatenate(cols, axis=1).astype(np.int64))
+
+    def _batch(self, seqs: torch.Tensor):
+        x, y = seqs[:, :-1], seqs[:, 1:]
+        mask = torch.zeros_like(y, dtype=torch.bool)
+        mask[:, -self.answer_len :] = True
+        return x, y, mask
+
+    def sample(self, split: str, batch: int, gen: torch.Generator):
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}")
+        seqs = self.data[split]
+        return self._batch(seqs[torch.randint(0, len(seqs), (batch,), generator=gen)])
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, split: str = "test") -> float:
+        """Exact-match accuracy of the greedy (teacher-forced = exact here) answer digits."""
+        was = model.training
+        model.eval()
+        x, y, mask = self._batch(self.data[split])
+        pred = model(x).argmax(-1)
+        exact = ((pred == y) | ~mask).all(-1).float().mean()
+        model.train(was)
+        return float(exact)
+
+
+@dataclass
+class TextTask:
+    """Character-level next-token prediction on token-id streams per split."""
+
+    streams: dict
+    vocab_size: int
+    context: int = 64
+    n_eval_windows: int = 64
+
+    def sample(self, split: str, batch: int, gen: torch.Generator):
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}")
+        ids = self.streams[split]
+        starts = torch.randint(0, len(ids) - self.context - 1, (batch,), generator=gen)
+        w = ids[starts[:, None] + torch.arange(self.context + 1)]
+        x, y = w[:, :-1], w[:, 1:]
+        return x, y, torch.ones_like(y, dtype=torch.bool)
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, split: str = "test") -> float:
+        """Next-character accuracy on fixed evaluation windows."""
+        was = model.training
+        model.eval()
+        x, y, _ = self.sample(split, self.n_eval_windows, torch.Generator().manual_seed(123))
+        acc = float((model(x).argmax(-1) == y).float().mean())
+        model.train(was)
+        return acc
+
+
+def prose_task(context: int = 64, n_eval_windows: int = 64) -> TextTask:
+    """The stdlib prose corpus, character level: train -> wts, val -> arch, test -> test."""
+    from iclr26.data import stdlib_corpus
+
+    chars = ["\n"] + [chr(c) for c in range(32, 127)]
+    index = {ch: i for i, ch in enumerate(chars)}
+    unknown = index["?"]
+
+    def encode(text: str) -> torch.Tensor:
+        return torch.tensor([index.get(ch, unknown) for ch in text], dtype=torch.long)
+
+    streams = {
+        name: encode("\n\n".join(stdlib_corpus(split, kinds=("prose",))))
+        for name, split in (("wts", "train"), ("arch", "val"), ("test", "test"))
+    }
+    return TextTask(streams, len(chars), context, n_eval_windows)

@@ -1,0 +1,177 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from iclr26.claims import run_claim
+from iclr26.nn.learned_nonlinearities import (
+    AdditionTask,
+    LinearSpline,
+    Nonlinearities,
+    SplineTransformer,
+    discover_nonlinearities,
+    masked_loss,
+    patch_hf_activations,
+    steps_to_reach,
+    train_with_frozen,
+)
+from iclr26.nn.learned_nonlinearities.procedure import History
+
+
+def test_spline_values_interpolation_and_extrapolation():
+    torch.manual_seed(0)
+    s = LinearSpline(n_anchors=11, x_range=5.0)
+    with torch.no_grad():
+        s.values.copy_(torch.randn(11))
+    torch.testing.assert_close(s(s.anchors), s.values.detach())
+    mid = (s.anchors[:-1] + s.anchors[1:]) / 2
+    torch.testing.assert_close(s(mid), (s.values[:-1] + s.values[1:]).detach() / 2)
+    outside = torch.tensor([-100.0, -5.5, 5.5, 100.0])
+    expected = torch.stack([s.values[0]] * 2 + [s.values[-1]] * 2).detach()
+    torch.testing.assert_close(s(outside), expected)
+
+
+def test_linear_init_is_identity_on_range():
+    s = LinearSpline(n_anchors=64, x_range=15.0, init="linear")
+    x = torch.linspace(-15, 15, 1001)
+    torch.testing.assert_close(s(x), x, atol=1e-5, rtol=0)
+
+
+def test_gradient_touches_only_bracketing_anchors():
+    s = LinearSpline(n_anchors=9, x_range=4.0)
+    s(torch.tensor([0.3])).sum().backward()
+    nonzero = torch.nonzero(s.values.grad).flatten().tolist()
+    assert nonzero == [4, 5]
+    torch.testing.assert_close(s.values.grad[4:6], torch.tensor([0.7, 0.3]))
+
+
+def test_per_channel_spline():
+    s = LinearSpline(5, 2.0, init="linear", per_channel=True, channels=3)
+    with torch.no_grad():
+        s.values[1] *= 2
+    x = torch.tensor([[0.5, 0.5, 0.5]])
+    torch.testing.assert_close(s(x), torch.tensor([[0.5, 1.0, 0.5]]))
+
+
+def test_score_fn_with_exp_values_matches_softmax_attention():
+    torch.manual_seed(0)
+    theta = Nonlinearities(mlp=False, attention="score_fn", n_anchors=801, x_range=8.0)
+    with torch.no_grad():  # softplus^-1(exp(a)) so that K = exp(score)
+        target = torch.exp(theta.attn[0].anchors)
+        theta.attn[0].values.copy_(torch.where(target > 20, target, torch.log(torch.expm1(target))))
+    learned = SplineTransformer(20, 16, 2, 1, context=8, nonlinearities=theta)
+    base = SplineTransformer(20, 16, 2, 1, context=8)
+    base.load_state_dict(learned.state_dict(), strict=False)
+    idx = torch.randint(0, 20, (3, 8))
+    torch.testing.assert_close(learned(idx), base(idx), atol=1e-2, rtol=1e-2)
+
+
+def test_stage_one_wiring():
+    task = AdditionTask(n_digits=1, n_train=80, n_test=10, seed=0)
+    theta = Nonlinearities(mlp=True, attention="kernel_feature")
+    seen = []
+
+    def make(nl):
+        model = SplineTransformer(task.vocab_size, 8, 2, 1, context=task.context, nonlinearities=nl)
+        seen.append(model)
+        return model
+
+    before = [p.clone() for p in theta.parameters()]
+    discover_nonlinearities(make, theta, task, n_models=3, steps=1, batch=8)
+    assert len(seen) == 3 and all(m.nonlinearities is theta for m in seen)
+    assert any(not torch.equal(a, b) for a, b in zip(before, theta.parameters()))
+    # a D_arch-only step: the model weights get no gradient, only theta does
+    model = seen[0]
+    w_before = [p.clone() for p in model.weight_parameters()]
+    arch = masked_loss(model, task.sample("arch", 8, torch.Generator().manual_seed(1)))
+    grads = torch.autograd.grad(arch, list(theta.parameters()))
+    assert any(g.abs().sum() > 0 for g in grads)
+    assert all(p.grad is None for p in model.weight_parameters())
+    assert all(torch.equal(a, b) for a, b in zip(w_before, model.weight_parameters()))
+
+
+def test_stage_two_freezes_theta():
+    task = AdditionTask(n_digits=1, n_train=80, n_test=10, seed=0)
+    theta = Nonlinearities(mlp=True, attention="pre_qkv")
+
+    def make(nl):
+        return SplineTransformer(task.vocab_size, 8, 2, 1, context=task.context, nonlinearities=nl)
+
+    model, hist = train_with_frozen(make, theta, task, steps=3, batch=8, eval_every=1)
+    frozen = model.nonlinearities
+    assert all(not p.requires_grad for p in frozen.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(frozen.parameters(), theta.parameters()))
+    assert len(hist.metric) == 3
+
+
+def test_addition_task_encoding():
+    task = AdditionTask(n_digits=3, n_train=50, n_test=10, seed=0)
+    x, y, mask = task.sample("wts", 4, torch.Generator().manual_seed(0))
+    seq = torch.cat([x, y[:, -1:]], dim=1)
+    for row in seq.tolist():
+        a = int("".join(map(str, row[0:3])))
+        b = int("".join(map(str, row[4:7])))
+        s = sum(d * 10**i for i, d in enumerate(row[8:12]))
+        assert row[3] == task.PLUS and row[7] == task.EQUALS and s == a + b
+    assert mask.sum(1).tolist() == [4] * 4
+    train = {tuple(r) for r in torch.cat([task.data["wts"], task.data["arch"]]).tolist()}
+    assert not train & {tuple(r) for r in task.data["test"].tolist()}
+
+
+def test_steps_to_reach():
+    h = History(steps=[10, 20, 30], metric=[0.5, 0.95, 0.99])
+    assert steps_to_reach(h, 0.9, 100) == 20
+    assert steps_to_reach(h, 0.999, 100) == 100
+
+
+def test_patch_hf_gpt2_and_llama():
+    transformers = pytest.importorskip("transformers")
+    theta = Nonlinearities(mlp=True, attention="softmax", mlp_init="gelu")
+    gpt2 = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=50, n_positions=16)
+    )
+    names = patch_hf_activations(gpt2, theta)
+    assert len(names) == 2 and all(n.endswith("mlp.act") for n in names)
+    assert isinstance(gpt2.transformer.h[0].mlp.act, LinearSpline)
+    assert not gpt2.transformer.h[0].mlp.act.values.requires_grad
+    out = gpt2(torch.randint(0, 50, (1, 6))).logits
+    assert out.shape == (1, 6, 50)
+    llama = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            vocab_size=50,
+            max_position_embeddings=16,
+        )
+    )
+    assert len(patch_hf_activations(llama, theta)) == 2
+    assert llama(torch.randint(0, 50, (1, 5))).logits.shape == (1, 5, 50)
+
+
+def test_spline_gelu_init_matches_gelu_inside_range():
+    s = LinearSpline(n_anchors=601, x_range=6.0, init="gelu")
+    x = torch.linspace(-5.9, 5.9, 333)
+    torch.testing.assert_close(s(x), F.gelu(x), atol=1e-3, rtol=0)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError):
+        LinearSpline(n_anchors=1)
+    with pytest.raises(ValueError):
+        Nonlinearities(attention="relu")
+    with pytest.raises(TypeError):
+        SplineTransformer(10, 8, 2, 1, nonlinearities="gelu")
+    with pytest.raises(ValueError):
+        patch_hf_activations(torch.nn.Linear(2, 2), Nonlinearities())
+    with pytest.raises(ValueError):
+        AdditionTask(arch_fraction=1.5)
+
+
+@pytest.mark.parametrize("name", ["addition-speed", "prose-gain"])
+def test_claims_smoke(name, tmp_path):
+    record = run_claim("learned_nonlinearities", name, "smoke", out_dir=tmp_path)
+    assert record["verdict"] != "error", record["traceback"]
+    assert record["metrics"]
+    assert record["figures"]
