@@ -1,0 +1,96 @@
+"""Running detectors side by side on labelled series, TSB-AD protocol.
+
+Each detector is fitted on the anomaly-free training prefix and scores the full series; the
+VUS sliding window is the period of the full series (first channel), computed once per series
+and shared by every detector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from iclr26.metrics.tsad import find_period, get_metrics
+from iclr26.timeseries.paano.baselines import (
+    CNNForecastAD,
+    MatrixProfileAD,
+    SubIForest,
+    SubKNN,
+    SubPCA,
+)
+from iclr26.timeseries.paano.data import LabelledSeries
+from iclr26.timeseries.paano.detector import PaAno
+
+#: the configuration of the official TSB-AD run scripts (univariate and multivariate alike)
+PAPER_CONFIG = {
+    "patch_size": 96,
+    "n_iters": 200,
+    "batch_size": 512,
+    "width_mult": 1.0,
+    "revin": True,
+}
+#: the reduced configuration of the quick claim checks (half width, fewer and smaller batches)
+QUICK_CONFIG = {"patch_size": 96, "n_iters": 40, "batch_size": 96, "width_mult": 0.5, "revin": True}
+#: a tiny configuration for tests
+SMOKE_CONFIG = {"patch_size": 32, "n_iters": 3, "batch_size": 32, "width_mult": 0.25, "revin": True}
+
+DETECTORS: dict[str, Callable[..., object]] = {
+    "paano": PaAno,
+    "iforest": SubIForest,
+    "matrix_profile": MatrixProfileAD,
+    "pca": SubPCA,
+    "knn": SubKNN,
+    "cnn_forecast": CNNForecastAD,
+}
+
+
+def make_detector(name: str, seed: int = 0, paano_config: dict | None = None, **kwargs):
+    """A detector of this room by name (see :data:`DETECTORS`)."""
+    if name not in DETECTORS:
+        raise ValueError(f"unknown detector {name!r}; choose from {', '.join(DETECTORS)}")
+    if name == "paano":
+        return PaAno(**{**(paano_config or {}), **kwargs}, random_state=seed)
+    if name == "matrix_profile":
+        return MatrixProfileAD(**kwargs)
+    return DETECTORS[name](**kwargs, random_state=seed)
+
+
+@contextlib.contextmanager
+def limited_threads(n: int = 1) -> Iterator[None]:
+    """Run torch and BLAS/OpenMP pools with ``n`` threads, restoring the settings after."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        with threadpool_limits(n):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def evaluate(detector, series: LabelledSeries, window: int | None = None) -> dict:
+    """Fit on the training prefix, score the full series; the metrics, wall and CPU times."""
+    window = find_period(series.values) if window is None else window
+    t0, c0 = time.perf_counter(), time.process_time()
+    detector.fit(series.train)
+    t1, c1 = time.perf_counter(), time.process_time()
+    scores = detector.decision_function(series.values)
+    t2, c2 = time.perf_counter(), time.process_time()
+    out = get_metrics(scores, series.labels, sliding_window=window)
+    out.update(fit_s=t1 - t0, score_s=t2 - t1, fit_cpu_s=c1 - c0, score_cpu_s=c2 - c1)
+    return out
+
+
+def mean_ranks(table: dict[str, list[float]]) -> dict[str, float]:
+    """Mean rank (1 = best, ties averaged) of each method over the series of ``table``."""
+    from scipy.stats import rankdata
+
+    names = list(table)
+    values = np.array([table[n] for n in names])  # (methods, series)
+    ranks = np.apply_along_axis(lambda col: rankdata(-col), 0, values)
+    return {n: float(r) for n, r in zip(names, ranks.mean(axis=1))}

@@ -1,0 +1,376 @@
+"""Claim checks of PaAno: detection quality vs practitioners' baselines, size and speed, and
+the ablations of its losses and of the memory-bank compression."""
+
+from __future__ import annotations
+
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.metrics.tsad import find_period, get_metrics  # noqa: E402
+from iclr26.timeseries.paano.benchmark import (  # noqa: E402
+    DETECTORS,
+    PAPER_CONFIG,
+    QUICK_CONFIG,
+    SMOKE_CONFIG,
+    evaluate,
+    limited_threads,
+    make_detector,
+    mean_ranks,
+)
+from iclr26.timeseries.paano.data import (  # noqa: E402
+    load_ucr_internal_bleeding,
+    make_series,
+    make_tsad_suite,
+)
+from iclr26.timeseries.paano.detector import PaAno  # noqa: E402
+
+SLUG = "paano"
+MEASURES = ("VUS-PR", "VUS-ROC", "AUC-PR", "AUC-ROC")
+
+
+def _config(ctx: Context) -> dict:
+    return dict(ctx.pick(smoke=SMOKE_CONFIG, quick=QUICK_CONFIG, full=PAPER_CONFIG))
+
+
+def _baseline_kwargs(ctx: Context) -> dict:
+    return {"cnn_forecast": {"n_epochs": ctx.pick(smoke=1, quick=8, full=20)}}
+
+
+# ---------------------------------------------------------------------------- C1
+@claim(
+    paper=SLUG,
+    name="beats-baselines",
+    statement="PaAno has the best mean VUS-PR against the detectors a practitioner would pick "
+    "(windowed Isolation Forest, matrix profile, windowed PCA, windowed kNN, CNN forecaster)",
+    paper_value="TSB-AD-U VUS-PR 0.52 vs 0.42 for Sub-PCA (best classical); TSB-AD-M 0.43 vs "
+    "0.31 (PCA, DeepAnT); first on all measures among 48 baselines",
+    criterion="PaAno has the best mean VUS-PR on the univariate suite with a margin >= 0.03 over "
+    "the best baseline AND the best mean VUS-PR rank on the multivariate suite; partial if it "
+    "is best on one of the two only",
+    timeout_s={"quick": 400, "full": 7200},
+)
+def beats_baselines(ctx: Context) -> Result:
+    cpu_start = time.process_time()
+    length = ctx.pick(smoke=800, quick=3000, full=4000)
+    uni = make_tsad_suite(ctx.pick(smoke=1, quick=6, full=16), length, seed=ctx.seed)
+    if ctx.scale.value != "smoke":
+        uni.append(load_ucr_internal_bleeding())
+    multi = make_tsad_suite(
+        ctx.pick(smoke=1, quick=2, full=6), length, seed=ctx.seed + 1, families=("multivariate",)
+    )
+    seeds = list(range(ctx.pick(smoke=1, quick=1, full=3)))
+    cfg = _config(ctx)
+    extra = _baseline_kwargs(ctx)
+    names = list(DETECTORS)
+    results: dict[str, dict[str, dict[str, list[float]]]] = {}
+    cost = {n: {"wall_s": 0.0, "cpu_s": 0.0} for n in names}
+    total = (len(uni) + len(multi)) * len(seeds) * len(names)
+    done = 0
+    with limited_threads(1):
+        for suite_name, suite in (("univariate", uni), ("multivariate", multi)):
+            per = results.setdefault(suite_name, {n: {m: [] for m in MEASURES} for n in names})
+            for series in suite:
+                window = find_period(series.values)
+                for name in names:
+                    vals = {m: [] for m in MEASURES}
+                    for seed in seeds:
+                        det = make_detector(name, seed + ctx.seed, cfg, **extra.get(name, {}))
+                        out = evaluate(det, series, window)
+                        cost[name]["wall_s"] += out["fit_s"] + out["score_s"]
+                        cost[name]["cpu_s"] += out["fit_cpu_s"] + out["score_cpu_s"]
+                        for m in MEASURES:
+                            vals[m].append(out[m])
+                        done += 1
+                        ctx.report(done / total, f"{series.name} {name}")
+                    for m in MEASURES:
+                        per[name][m].append(float(np.mean(vals[m])))
+    summary = {
+        s: {n: {m: float(np.mean(v[m])) for m in MEASURES} for n, v in per.items()}
+        for s, per in results.items()
+    }
+    uni_pr = {n: summary["univariate"][n]["VUS-PR"] for n in names}
+    best_base = max((n for n in names if n != "paano"), key=uni_pr.get)
+    margin = uni_pr["paano"] - uni_pr[best_base]
+    ranks = mean_ranks({n: results["multivariate"][n]["VUS-PR"] for n in names})
+    multi_best = ranks["paano"] <= min(ranks.values())
+    uni_best = margin > 0
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for ax, suite_name in zip(axes, ("univariate", "multivariate")):
+        per = results[suite_name]
+        means = [np.mean(per[n]["VUS-PR"]) for n in names]
+        ax.bar(range(len(names)), means, color=["C3"] + ["C0"] * (len(names) - 1))
+        for i, n in enumerate(names):
+            ax.scatter(np.full(len(per[n]["VUS-PR"]), i), per[n]["VUS-PR"], s=10, c="k")
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+        ax.set_ylabel("VUS-PR")
+        ax.set_title(f"{suite_name} ({len(per[names[0]]['VUS-PR'])} series)")
+    fig.tight_layout()
+    path = ctx.figure_path(SLUG, "beats-baselines")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    metrics = {
+        "paano_univariate": summary["univariate"]["paano"],
+        "paano_multivariate": summary["multivariate"]["paano"],
+        "univariate_margin_vus_pr": margin,
+        "best_univariate_baseline": best_base,
+        "multivariate_mean_rank": ranks,
+        "per_series_vus_pr": {s: {n: results[s][n]["VUS-PR"] for n in names} for s in results},
+        "series": [s.name for s in uni] + [s.name for s in multi],
+        "paano_config": cfg,
+        "seeds": len(seeds),
+        "fit_plus_score_seconds": cost,
+    }
+    baseline = {s: {n: summary[s][n] for n in names if n != "paano"} for s in summary}
+    metrics["claim_cpu_s"] = time.process_time() - cpu_start
+    return Result.judge(
+        metrics=metrics,
+        baseline=baseline,
+        required={
+            "univariate: PaAno best mean VUS-PR by >= 0.03": margin >= 0.03,
+            "multivariate: PaAno best mean VUS-PR rank": multi_best,
+        },
+        partial={"PaAno best on at least one suite": uni_best or multi_best},
+        figures=[path],
+    )
+
+
+# ---------------------------------------------------------------------------- C2
+@claim(
+    paper=SLUG,
+    name="lightweight",
+    statement="PaAno is lightweight: about 0.3 M encoder parameters and fit + scoring in "
+    "seconds-to-minutes on a CPU",
+    paper_value="0.3 M parameters, 6.9 s average runtime on TSB-AD-U (likely GPU)",
+    criterion="paper-config encoder has 0.25-0.35 M parameters AND fit + score of a 10k-point "
+    "univariate series finishes in <= 600 s on the CPU (paper config at full scale, the quick "
+    "config at quick scale); throughput ratios to Sub-IForest, matrix profile and Sub-PCA "
+    "reported",
+    timeout_s={"quick": 300, "full": 3600},
+)
+def lightweight(ctx: Context) -> Result:
+    cpu_start = time.process_time()
+    paper_model = PaAno(**PAPER_CONFIG)
+    n_encoder = paper_model.n_parameters("encoder")
+    n_all = paper_model.n_parameters("all")
+    cfg = _config(ctx)
+    length = ctx.pick(smoke=1500, quick=10000, full=10000)
+    series = make_series("sine", length=length, train_frac=0.3, seed=ctx.seed)
+    timings = {}
+    with limited_threads(1 if ctx.scale.value != "full" else 2):
+        for name in ("paano", "iforest", "matrix_profile", "pca"):
+            det = make_detector(name, ctx.seed, cfg)
+            t0, c0 = time.perf_counter(), time.process_time()
+            det.fit(series.train)
+            t1, c1 = time.perf_counter(), time.process_time()
+            scores = det.decision_function(series.values)
+            t2, c2 = time.perf_counter(), time.process_time()
+            timings[name] = {
+                "fit_s": t1 - t0,
+                "score_s": t2 - t1,
+                "fit_cpu_s": c1 - c0,
+                "score_cpu_s": c2 - c1,
+                "score_points_per_s": length / max(t2 - t1, 1e-9),
+            }
+            timings[name]["vus_pr"] = get_metrics(
+                scores, series.labels, find_period(series.values)
+            )["VUS-PR"]
+            ctx.report(len(timings) / 4, name)
+    pa = timings["paano"]
+    per10k = 10000 / length
+    ratios = {
+        f"paano_score_throughput_over_{n}": pa["score_points_per_s"]
+        / timings[n]["score_points_per_s"]
+        for n in ("iforest", "matrix_profile", "pca")
+    }
+    total_s = pa["fit_s"] + pa["score_s"]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    names = list(timings)
+    ax.bar(np.arange(len(names)) - 0.2, [timings[n]["fit_s"] for n in names], 0.4, label="fit")
+    ax.bar(np.arange(len(names)) + 0.2, [timings[n]["score_s"] for n in names], 0.4, label="score")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel(f"seconds ({length} points)")
+    ax.set_title(f"PaAno encoder: {n_encoder / 1e6:.3f} M params ({n_all / 1e6:.3f} M with heads)")
+    ax.legend()
+    fig.tight_layout()
+    path = ctx.figure_path(SLUG, "lightweight")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Result.judge(
+        metrics={
+            "claim_cpu_s": time.process_time() - cpu_start,
+            "encoder_parameters": n_encoder,
+            "parameters_with_heads": n_all,
+            "timed_config": cfg,
+            "series_length": length,
+            "paano_fit_plus_score_s": total_s,
+            "paano_fit_plus_score_s_per_10k": total_s * per10k,
+            **ratios,
+            "timings": timings,
+        },
+        baseline={n: timings[n] for n in names if n != "paano"},
+        required={
+            "encoder parameters in [0.25 M, 0.35 M]": 0.25e6 <= n_encoder <= 0.35e6,
+            "fit + score of 10k points <= 600 s": total_s * per10k <= 600,
+        },
+        figures=[path],
+        note="CPU timings on a shared machine; the paper's 6.9 s is most likely GPU time",
+    )
+
+
+# ---------------------------------------------------------------------------- C3 / C4
+_TRAINED: dict[tuple, PaAno] = {}
+
+
+def _ablation_series(ctx: Context):
+    length = ctx.pick(smoke=800, quick=3000, full=4000)
+    if ctx.scale.value == "full":
+        return make_tsad_suite(16, length, seed=ctx.seed)
+    return [
+        make_series(f, length, seed=ctx.seed * 1000 + i, name=f"{f}-{i}")
+        for i, f in enumerate(("sine", "ecg", "machine")[: ctx.pick(smoke=1, quick=3)])
+    ]
+
+
+def _default_fitted(ctx: Context, series, seed: int) -> PaAno:
+    """The default PaAno on a series, shared by the two ablation checks of one process."""
+    key = (ctx.scale.value, ctx.seed, series.name, seed)
+    if key not in _TRAINED:
+        _TRAINED[key] = PaAno(**_config(ctx), random_state=seed).fit(series.train)
+    return _TRAINED[key]
+
+
+def _vus_pr(det: PaAno, series) -> float:
+    scores = det.decision_function(series.values)
+    return get_metrics(scores, series.labels, find_period(series.values))["VUS-PR"]
+
+
+@claim(
+    paper=SLUG,
+    name="loss-ablation",
+    statement="The triplet loss is PaAno's key component; the early pretext loss adds to it, and "
+    "a trained encoder beats an untrained one",
+    paper_value="removing the triplet loss costs the most; both losses together are best",
+    criterion="mean VUS-PR: default >= triplet-only >= pretext-only AND default - random "
+    "encoder >= 0.05",
+    timeout_s={"quick": 400, "full": 7200},
+)
+def loss_ablation(ctx: Context) -> Result:
+    cpu_start = time.process_time()
+    series_list = _ablation_series(ctx)
+    seeds = list(range(ctx.pick(smoke=1, quick=1, full=3)))
+    cfg = _config(ctx)
+    variants = {
+        "default": {},
+        "triplet_only": {"use_pretext": False},
+        # without decay the pretext loss keeps training after the first 10% of steps
+        "pretext_only": {"use_triplet": False, "pretext_decay": False},
+        "random_encoder": {"n_iters": 0},
+    }
+    scores = {v: [] for v in variants}
+    with limited_threads(1):
+        for i, series in enumerate(series_list):
+            for v, change in variants.items():
+                vals = []
+                for seed in seeds:
+                    if v == "default":
+                        det = _default_fitted(ctx, series, seed + ctx.seed)
+                    else:
+                        det = PaAno(**{**cfg, **change}, random_state=seed + ctx.seed)
+                        det.fit(series.train)
+                    vals.append(_vus_pr(det, series))
+                scores[v].append(float(np.mean(vals)))
+            ctx.report((i + 1) / len(series_list), series.name)
+    mean = {v: float(np.mean(s)) for v, s in scores.items()}
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.bar(range(len(mean)), list(mean.values()), color=["C3", "C0", "C1", "C7"])
+    for i, v in enumerate(scores):
+        ax.scatter(np.full(len(scores[v]), i), scores[v], s=12, c="k")
+    ax.set_xticks(range(len(mean)), list(mean))
+    ax.set_ylabel("VUS-PR")
+    ax.set_title("PaAno loss ablation")
+    fig.tight_layout()
+    path = ctx.figure_path(SLUG, "loss-ablation")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Result.judge(
+        metrics={
+            "claim_cpu_s": time.process_time() - cpu_start,
+            "mean_vus_pr": mean,
+            "per_series_vus_pr": scores,
+            "series": [s.name for s in series_list],
+            "config": cfg,
+        },
+        baseline={"random_encoder": mean["random_encoder"]},
+        required={
+            "default >= triplet-only": mean["default"] >= mean["triplet_only"],
+            "triplet-only >= pretext-only": mean["triplet_only"] >= mean["pretext_only"],
+            "default - random >= 0.05": mean["default"] - mean["random_encoder"] >= 0.05,
+        },
+        figures=[path],
+    )
+
+
+@claim(
+    paper=SLUG,
+    name="memory-compression",
+    statement="Compressing the memory bank to 10% of the training patches by k-means coreset "
+    "costs almost no accuracy",
+    paper_value="10% memory costs almost nothing (ablation of the bank ratio)",
+    criterion="mean VUS-PR with a 10% coreset (no 500-entry floor) is within 0.02 of the full "
+    "bank's",
+    timeout_s={"quick": 300, "full": 7200},
+)
+def memory_compression(ctx: Context) -> Result:
+    cpu_start = time.process_time()
+    from iclr26.timeseries.paano.memory import MemoryBank
+
+    series_list = _ablation_series(ctx)
+    compressed, full, sizes = [], [], []
+    with limited_threads(1):
+        for i, series in enumerate(series_list):
+            det = _default_fitted(ctx, series, ctx.seed)
+            emb = det.train_embeddings_
+            row = {}
+            for label, ratio in (("10%", 0.1), ("100%", 1.0)):
+                det.memory_ = MemoryBank(det.top_k, det.metric).fit(emb, ratio, 0, ctx.seed)
+                row[label] = _vus_pr(det, series)
+            sizes.append((len(emb), int(np.ceil(0.1 * len(emb)))))
+            # restore the detector's own bank (shared with the loss ablation)
+            det.memory_ = MemoryBank(det.top_k, det.metric).fit(
+                emb, det.bank_ratio, det.min_bank_size, ctx.seed
+            )
+            compressed.append(row["10%"])
+            full.append(row["100%"])
+            ctx.report((i + 1) / len(series_list), series.name)
+    gap = float(np.mean(full) - np.mean(compressed))
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    x = np.arange(len(series_list))
+    ax.bar(x - 0.2, full, 0.4, label="full bank")
+    ax.bar(x + 0.2, compressed, 0.4, label="10% coreset")
+    ax.set_xticks(x, [s.name for s in series_list], rotation=30, ha="right")
+    ax.set_ylabel("VUS-PR")
+    ax.legend()
+    fig.tight_layout()
+    path = ctx.figure_path(SLUG, "memory-compression")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Result.judge(
+        metrics={
+            "claim_cpu_s": time.process_time() - cpu_start,
+            "vus_pr_10pct": float(np.mean(compressed)),
+            "gap_full_minus_10pct": gap,
+            "per_series_10pct": compressed,
+            "patches_and_bank_size": sizes,
+        },
+        baseline={"vus_pr_full_bank": float(np.mean(full)), "per_series_full": full},
+        required={"|full - 10%| <= 0.02": abs(gap) <= 0.02},
+        figures=[path],
+    )
