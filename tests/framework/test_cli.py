@@ -65,3 +65,13 @@ def test_reproduce_end_to_end_on_one_paper(capsys, tmp_path):
     assert (tmp_path / "report.html").exists() and (tmp_path / "report.md").exists()
     code, out, err = run(capsys, "reproduce", "cda", "--scale", "smoke", "--out", str(tmp_path))
     assert code == 0 and "already had results" in out
+
+
+def test_room_commands_are_wired_into_the_cli(capsys, tmp_path):
+    code, _, err = run(capsys, "detect", str(tmp_path / "missing.csv"))
+    assert code == 2 and err.count("\n") == 1
+    (tmp_path / "in").mkdir()
+    code, _, err = run(
+        capsys, "curate", str(tmp_path / "in"), str(tmp_path / "out"), "--steps", "dedup"
+    )
+    assert code == 2 and "no .jsonl or .parquet shards" in err
