@@ -113,6 +113,32 @@ def test_elimination_keeps_the_erm_with_huge_samples():
     assert survive.sum() < cls.size
 
 
+def test_grid_elimination_matches_the_bernstein_rule():
+    w = 8
+    X, y, _ = make_grid_task(w=w, n_flips=2, random_state=3)
+    cls = GridTreeClass(w)
+    learner = MultiplicativeActiveLearner(cls, random_state=0)
+    learner._setup(X, LabelOracle(y))
+    idx = learner.rng_.integers(0, w * w, 300)
+    mask = cls.full_mask()
+    survive, best, err = learner._eliminate(idx, mask)
+    cells = learner.cells_[idx]
+    labels = y[idx]
+    pred_best = cls.predict_cells(best).ravel()[cells]
+    d0 = np.bincount(cells[pred_best == 0], minlength=w * w).reshape(w, w)
+    d1 = np.bincount(cells[pred_best == 1], minlength=w * w).reshape(w, w)
+    rho = cls.errors(d0, d1).astype(float) / 300
+    c0 = np.bincount(cells[labels == 0], minlength=w * w).reshape(w, w)
+    c1 = np.bincount(cells[labels == 1], minlength=w * w).reshape(w, w)
+    e = cls.errors(c0, c1).astype(float) / 300
+    L = learner.conf_log_
+    beta = np.sqrt(2 * rho * L / 300) + 7 * L / 900
+    expected = mask & (e - e[best] <= beta)
+    close = np.isclose(e - e[best], beta, atol=1e-5)  # float32 rounding at the boundary
+    assert np.array_equal(survive[~close], expected[~close])
+    assert survive[best] and 0 < survive.sum() < mask.sum()
+
+
 def test_baselines_run_and_bad_input():
     n = 2048
     X, y, _ = make_stump_task(n, n_flips=3, random_state=0)
@@ -147,7 +173,13 @@ def test_random_tree_uses_distinct_features():
 
 
 @pytest.mark.parametrize(
-    "name", ["disagreement-coefficient", "polylog-label-complexity", "epsilon-dependence"]
+    "name",
+    [
+        "disagreement-coefficient",
+        "polylog-label-complexity",
+        "epsilon-dependence",
+        "tree-label-complexity",
+    ],
 )
 def test_claims_smoke(name, tmp_path):
     rec = run_claim("dt_active_learning", name, "smoke", out_dir=tmp_path)

@@ -7,6 +7,7 @@ from iclr26.claims import run_claim
 from iclr26.classic.ldp_experts import (
     RWFTPL,
     CentralDPHedge,
+    HospitalSelectionEnv,
     LDPReportStream,
     RollingRidgeLearner,
     RWAdaBatch,
@@ -194,6 +195,51 @@ def test_hospital_panel_calibration():
             assert np.count_nonzero(np.diff(leader)) >= 3
             ratios.append(oracle_ratio(clean))
         assert 1.6 <= np.mean(ratios) <= 2.2
+
+
+@pytest.mark.filterwarnings("ignore:.*Box observation space:UserWarning")
+def test_hospital_env_passes_checker_and_matches_run_online():
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("iclr26/HospitalSelection-v0", n_hospitals=5, n_weeks=12, mu=0.5)
+    assert isinstance(env.unwrapped, HospitalSelectionEnv)
+    check_env(env.unwrapped, skip_render_check=True)
+    # an episode driven by RW-FTPL's act/update equals run_online on the same report stream
+    raw = env.unwrapped
+    obs, info = raw.reset(seed=3)
+    assert np.all(obs == 0) and info["eta"] == pytest.approx(2.0)  # Delta = 1, mu = 0.5
+    algo = RWFTPL(mu=0.5, sensitivity="coordinate", random_state=7)
+    algo.reset(5, 12)
+    total, done, t = 0.0, False, 0
+    while not done:
+        obs, reward, done, truncated, info = raw.step(algo.act(t))
+        np.testing.assert_array_equal(obs, raw.stream_.noisy[t])  # only privatised reports
+        algo.update(obs)
+        total += reward
+        t += 1
+    assert t == 12 and not truncated and info["week"] == 12
+    ref = run_online(
+        RWFTPL(mu=0.5, sensitivity="coordinate", random_state=7), raw.panel_, stream=raw.stream_
+    )
+    assert total == pytest.approx(ref.cumulative_gain)
+    with pytest.raises(RuntimeError):
+        raw.step(0)
+    # the "report" reward is the privatised report of the chosen hospital
+    panel = make_hospital_panel(n_hospitals=4, n_weeks=6, random_state=0)
+    env2 = HospitalSelectionEnv(panel=panel, reward="report")
+    env2.reset(seed=0)
+    _, r, *_ = env2.step(2)
+    assert r == env2.stream_.noisy[0, 2]
+    np.testing.assert_array_equal(env2.panel_, panel)
+    with pytest.raises(ValueError):
+        env2.step(4)
+    with pytest.raises(ValueError):
+        HospitalSelectionEnv(mu=0.0)
+    with pytest.raises(ValueError):
+        HospitalSelectionEnv(reward="raw")
+    with pytest.raises(ValueError):
+        HospitalSelectionEnv(sensitivity="person")
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ from iclr26.timeseries.koopman_ot import (
     estimate_operator,
     got_distance,
     load_uea,
+    martin_distance,
+    martin_distance_matrix,
     random_orthogonal,
     sgot_barycenter,
     sgot_cost,
@@ -129,6 +131,61 @@ def test_batched_distance_matrices_match_pairwise():
             np.testing.assert_allclose(
                 batched, pairwise_distances(group, None, metric, **kwargs), atol=1e-7
             )
+
+
+def stable_measure(rng, r=3, dim=5, dt=0.1):
+    lam = -rng.uniform(0.2, 2.0, r) + 1j * rng.normal(size=r)
+    R = rng.normal(size=(dim, r)) + 1j * rng.normal(size=(dim, r))
+    return SpectralMeasure(lam, R, np.linalg.pinv(R).conj().T, np.ones(r), dt)
+
+
+def test_martin_distance_known_value_and_invariances():
+    # first-order systems x' = a x, y = x: cos^2 theta = (1 - a^2)(1 - b^2) / (1 - a b)^2
+    a, b, dt = 0.9, 0.5, 0.1
+    one = np.ones((1, 1))
+    A = SpectralMeasure([np.log(a) / dt], one, one, [1.0], dt)
+    B = SpectralMeasure([np.log(b) / dt], one, one, [1.0], dt)
+    cos2 = (1 - a**2) * (1 - b**2) / (1 - a * b) ** 2
+    assert martin_distance(A, B) == pytest.approx(np.sqrt(-np.log(cos2)), rel=1e-9)
+    rng = np.random.default_rng(5)
+    p, q = stable_measure(rng), stable_measure(rng)
+    assert martin_distance(p, p) == pytest.approx(0.0, abs=1e-6)
+    assert martin_distance(p, q) == pytest.approx(martin_distance(q, p), rel=1e-9)
+    # a change of state basis (rescaled eigenvectors) leaves the subspace unchanged
+    scale = rng.normal(size=3) + 1j * rng.normal(size=3)
+    p2 = SpectralMeasure(p.lam, p.R / np.conj(scale), p.L * scale, p.weights, p.dt)
+    assert martin_distance(p2, q) == pytest.approx(martin_distance(p, q), rel=1e-8)
+    # closed-form finite horizon = principal angles of the explicit observability matrices
+    import scipy.linalg
+
+    def observability(m, horizon):
+        blocks, block = [], np.conj(m.L)
+        for _ in range(horizon):
+            blocks.append(block)
+            block = m.operator().T @ block  # features evolve as phi_{t+1} = G^T phi_t
+        return scipy.linalg.orth(np.concatenate(blocks))
+
+    cos = scipy.linalg.svdvals(observability(p, 12).conj().T @ observability(q, 12))
+    expected = np.sqrt(-2 * np.sum(np.log(cos)))
+    assert martin_distance(p, q, horizon=12) == pytest.approx(expected, rel=1e-6)
+
+
+def test_martin_matrix_matches_pairwise_and_bad_input():
+    rng = np.random.default_rng(6)
+    ms = [stable_measure(rng, r=r) for r in (3, 2, 3, 4)]
+    for horizon in (None, 7):
+        batched = martin_distance_matrix(ms, ms, horizon=horizon)
+        pair = np.array([[martin_distance(a, b, horizon=horizon) for b in ms] for a in ms])
+        np.testing.assert_allclose(batched, pair, atol=1e-6)
+    unstable = random_measure(np.random.default_rng(0))
+    unstable.mu = unstable.mu * 0 + 1.5
+    with pytest.raises(ValueError, match="stable"):
+        martin_distance(unstable, ms[0])
+    assert np.isfinite(martin_distance(unstable, ms[0], horizon=5))
+    with pytest.raises(ValueError, match="horizon"):
+        martin_distance(ms[0], ms[1], horizon=0)
+    with pytest.raises(ValueError):
+        martin_distance(ms[0], stable_measure(rng, dim=4))
 
 
 def test_ts_parser_basic_motions():

@@ -18,12 +18,14 @@ from iclr26.classic.dt_active_learning.coefficient import disagreement_coefficie
 from iclr26.classic.dt_active_learning.hypotheses import GridTreeClass, StumpClass  # noqa: E402
 from iclr26.classic.dt_active_learning.learners import (  # noqa: E402
     AdditiveDisagreementLearner,
+    MultiplicativeActiveLearner,
     PassiveERM,
     StumpActiveLearner,
 )
 from iclr26.classic.dt_active_learning.tasks import (  # noqa: E402
     LabelOracle,
     line_pool_class,
+    make_grid_task,
     make_stump_task,
     optimal_error,
     random_grid_tree,
@@ -304,5 +306,100 @@ def epsilon_dependence(ctx: Context) -> Result:
         baseline={"final_phase_sample_size": practical_final},
         note="the error-regime-test variant is reported only, not judged",
         required={"slope in [1.6, 2.4]": 1.6 <= slope <= 2.4, "success >= 0.85": success >= 0.85},
+        figures=[path],
+    )
+
+
+def _passive_labels(cls, tasks, eps: float) -> float:
+    """Smallest m on the doubling grid {64, 128, ..., n} at which >= 90% of the tasks reach
+    err <= (1 + eps) OPT with passive ERM (n if none)."""
+    n = tasks[0][0].shape[0]
+    m = 64
+    while m <= n:
+        wins, losses = 0, 0
+        for s, (X, y, opt) in enumerate(tasks):
+            fit = PassiveERM(cls, m, random_state=s).fit(X, LabelOracle(y))
+            if _error(fit, X, y) <= (1 + eps) * opt + 1e-12:
+                wins += 1
+            else:
+                losses += 1
+            if losses > 0.1 * len(tasks):  # 90% can no longer be reached at this m
+                break
+        if wins >= 0.9 * len(tasks):
+            return float(m)
+        m *= 2
+    return float(n)
+
+
+@claim(
+    paper=SLUG,
+    name="tree-label-complexity",
+    statement="On 2-D grids, the (1+eps) active learner's labels for depth-2 trees grow more "
+    "slowly with n than passive ERM's (secondary check of Corollary 1.3, 3 flipped labels)",
+    paper_value="O(ln^{2d+2} n (...) + ln^{2d} n / eps^2 (...)) labels, polylog in n",
+    criterion="log-log slope of active median labels vs n between w = 64 and w = 128 below "
+    "passive ERM's slope (smallest doubling-grid m with >= 90% of seeds at err <= 2 OPT)",
+)
+def tree_label_complexity(ctx: Context) -> Result:
+    widths = ctx.pick(smoke=(8, 16), quick=(32, 64, 128), full=(32, 64, 128))
+    seeds = ctx.pick(smoke=2, quick=5, full=20)
+    eps, delta = 1.0, 0.1
+    active, passive = {}, {}
+    t_active = t_passive = 0.0
+    for k, w in enumerate(widths):
+        cls = GridTreeClass(w)
+        tasks = []
+        for s in range(seeds):
+            X, y, _ = make_grid_task(w=w, n_flips=3, random_state=ctx.seed * 1000 + s)
+            opt, _ = optimal_error(cls, y)
+            tasks.append((X, y, opt))
+        labels, ok = [], []
+        t0 = time.perf_counter()
+        for s, (X, y, opt) in enumerate(tasks):
+            al = MultiplicativeActiveLearner(cls, eps, delta, random_state=s)
+            al.fit(X, LabelOracle(y))
+            labels.append(al.n_labels_)
+            ok.append(_error(al, X, y) <= (1 + eps) * opt + 1e-12)
+        t_active += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        passive[w * w] = {"labels": _passive_labels(cls, tasks, eps)}
+        t_passive += time.perf_counter() - t0
+        active[w * w] = {
+            "median_labels": float(np.median(labels)),
+            "labels_iqr": [float(np.percentile(labels, 25)), float(np.percentile(labels, 75))],
+            "success": float(np.mean(ok)),
+        }
+        ctx.report((k + 1) / len(widths), f"w={w}")
+    ns = sorted(active)
+    a_lab = [active[n]["median_labels"] for n in ns]
+    p_lab = [passive[n]["labels"] for n in ns]
+    a_slope = _slope(ns[-2:], a_lab[-2:])
+    p_slope = _slope(ns[-2:], p_lab[-2:])
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.loglog(ns, a_lab, "o-", label=f"(1+eps) active (last slope {a_slope:.2f})")
+    ax.loglog(ns, p_lab, "s-", label=f"passive ERM (last slope {p_slope:.2f})")
+    ax.loglog(ns, ns, "k:", label="n (whole pool)")
+    ax.set_xlabel("pool size n = w^2")
+    ax.set_ylabel("labels to reach err <= 2 OPT")
+    ax.set_title("depth-2 trees on 2-D grids, 3 flipped labels")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = ctx.figure_path(SLUG, "tree-label-complexity")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Result.judge(
+        metrics={
+            "active": active,
+            "active_slope_last": a_slope,
+            "passive_slope_last": p_slope,
+            "active_over_passive_labels": {
+                n: active[n]["median_labels"] / passive[n]["labels"] for n in ns
+            },
+            "active_seconds": t_active,
+            "passive_search_seconds": t_passive,
+            "seeds": seeds,
+        },
+        baseline={"passive": passive},
+        required={"active slope < passive slope (last two widths)": a_slope < p_slope},
         figures=[path],
     )

@@ -24,7 +24,9 @@ def _lexi_argmin(values: np.ndarray, mask: np.ndarray) -> tuple:
     """Index of the smallest value among ``mask`` (ties: lexicographically first)."""
     if not mask.any():
         raise ValueError("the version space is empty")
-    masked = np.where(mask, values, np.inf)
+    values = np.asarray(values)
+    masked = values.astype(np.promote_types(values.dtype, np.float32), copy=True)
+    np.copyto(masked, np.inf, where=~mask)
     return np.unravel_index(int(np.argmin(masked)), values.shape)
 
 
@@ -84,7 +86,9 @@ def _radius(cls, mask: np.ndarray, center) -> float:
     c0 = cls.weights * (pred == 0)
     c1 = cls.weights * (pred == 1)
     dist = cls.errors(c0, c1)
-    return float(np.max(np.where(mask, dist, -np.inf))) / float(cls.weights.sum())
+    dist = dist.astype(np.promote_types(dist.dtype, np.float32), copy=False)
+    np.copyto(dist, -np.inf, where=~mask)  # in place: the tree pair table is large
+    return float(np.max(dist)) / float(cls.weights.sum())
 
 
 class GridTreeClass:

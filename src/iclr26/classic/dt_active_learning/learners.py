@@ -112,7 +112,9 @@ class _VersionSpaceLearner:
         cls = self.hypotheses
         c0, c1, cells = self._sample_stats(idx)
         m = idx.size
-        err = cls.errors(c0, c1) / m
+        err = cls.errors(c0, c1)
+        err = err.astype(np.promote_types(err.dtype, np.float32), copy=False)
+        err /= m
         best = cls.argmin(err, mask)
         return err, best, cells
 
@@ -124,10 +126,17 @@ class _VersionSpaceLearner:
         pred_best = np.ravel(cls.predict_cells(best))[cells]
         d0 = np.bincount(cells[pred_best == 0], minlength=self.n_cells_).reshape(cls.cell_shape)
         d1 = np.bincount(cells[pred_best == 1], minlength=self.n_cells_).reshape(cls.cell_shape)
-        rho = cls.errors(d0, d1) / m  # empirical disagreement with h_hat
         L = self.conf_log_
-        beta = np.sqrt(2.0 * rho * L / m) + 7.0 * L / (3.0 * m)
-        survive = mask & (err - err[best] <= beta)
+        # beta = sqrt(2 rho L / m) + 7 L / (3 m), rho = empirical disagreement with h_hat;
+        # computed in place because the tree pair table has tens of millions of entries
+        beta = cls.errors(d0, d1)
+        beta = beta.astype(np.promote_types(beta.dtype, np.float32), copy=False)
+        beta *= 2.0 * L / m**2
+        np.sqrt(beta, out=beta)
+        beta += 7.0 * L / (3.0 * m)
+        beta += err[best]
+        survive = np.less_equal(err, beta, out=np.empty(mask.shape, dtype=bool))
+        survive &= mask
         return survive, best, err
 
     def _dis_points(self, mask: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Prediction with expert advice under local differential privacy (RW-FTPL, RW-AdaBatch, RW-Meta)."""
 
 from iclr26.classic.ldp_experts.central import CentralDPHedge, TreeAggregator
+from iclr26.classic.ldp_experts.env import HospitalSelectionEnv
 from iclr26.classic.ldp_experts.ftpl import (
     RWFTPL,
     OnlineExpertAlgorithm,
@@ -26,6 +27,7 @@ from iclr26.classic.ldp_experts.privacy import (
 __all__ = [
     "RWFTPL",
     "CentralDPHedge",
+    "HospitalSelectionEnv",
     "LDPReportStream",
     "OnlineExpertAlgorithm",
     "OnlineResult",

@@ -42,7 +42,8 @@ class KoopmanOTClassifier(ClassifierMixin, BaseEstimator):
 
     ``eta``: a number, None (the paper's heuristic for ``dt``) or "loo" (leave-one-out 1-NN on
     the training set over ``eta_grid`` plus the heuristic). ``rank`` is capped per series at
-    min(feature dim, snapshot pairs).
+    min(feature dim, snapshot pairs). ``martin_horizon``: observability horizon of the Martin
+    distance (None: infinite, stable operators only).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class KoopmanOTClassifier(ClassifierMixin, BaseEstimator):
         dt: float = 1.0,
         reg: float | None = None,
         n_landmarks: int = 200,
+        martin_horizon: int | None = None,
         random_state=0,
     ):
         self.rank = rank
@@ -67,6 +69,7 @@ class KoopmanOTClassifier(ClassifierMixin, BaseEstimator):
         self.dt = dt
         self.reg = reg
         self.n_landmarks = n_landmarks
+        self.martin_horizon = martin_horizon
         self.random_state = random_state
 
     def _measures(self, series):
@@ -140,7 +143,7 @@ class KoopmanOTClassifier(ClassifierMixin, BaseEstimator):
         )
         metric = self.metric if metric is None else metric
         eta = self.eta_ if self.eta_ is not None else eta_heuristic(self.dt)
-        return distance_matrix(test, self.train_, metric, eta=eta)
+        return distance_matrix(test, self.train_, metric, eta=eta, horizon=self.martin_horizon)
 
     def predict(self, X) -> np.ndarray:
         return knn_vote(self.distances(X), self.y_, int(self.k))
