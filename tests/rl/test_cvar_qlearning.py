@@ -154,3 +154,63 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"] and (tmp_path / record["figures"][0]).exists()
+
+
+def off_lattice_chain():
+    """s0 -(a0: reward 0.33 or 1.71; a1: reward 1.0)-> s1 -(0.52 or 2.27)-> end. Returns:
+    a0 {0.85, 2.6, 2.23, 3.98} w.p. {.2, .2, .3, .3}; a1 {1.52, 3.27} w.p. {.5, .5}."""
+    prob = np.zeros((3, 2, 2))
+    nxt = np.zeros((3, 2, 2), dtype=int)
+    rew = np.zeros((3, 2, 2))
+    term = np.zeros((3, 2, 2), dtype=bool)
+    prob[0, 0], nxt[0, 0], rew[0, 0] = [0.4, 0.6], 1, [0.33, 1.71]
+    prob[0, 1], nxt[0, 1], rew[0, 1] = [1.0, 0.0], 1, [1.0, 1.0]
+    prob[1], nxt[1], rew[1], term[1] = [0.5, 0.5], 2, [0.52, 2.27], True
+    prob[2], nxt[2], term[2] = [1.0, 0.0], 2, True
+    return EpisodicTable(prob, nxt, rew, term, start_state=0, horizon=5, name="chain")
+
+
+def test_interpolation_weights():
+    from iclr26.rl.cvar_qlearning import BudgetGrid
+    from iclr26.rl.cvar_qlearning.predictive_tail import interpolation, lerp
+
+    j0, w, below, above = interpolation(np.array([2.25, 4.0, 0.0, -0.5, 4.5]), 5)
+    assert list(j0[:3]) == [2, 3, 0] and np.allclose(w[:3], [0.25, 1.0, 0.0])
+    assert list(below) == [False, False, False, True, False]
+    assert list(above) == [False, False, False, False, True]
+    assert np.allclose(
+        lerp(np.array([[0.0, 1.0]]), np.array([[4.0, 3.0]]), np.array([0.25])), [[1.0, 1.5]]
+    )
+    grid = BudgetGrid(0, 5, 0.1)
+    assert grid.on_lattice(np.array([0.3, -1.2])) and not grid.on_lattice(np.array([0.25]))
+    assert np.allclose(grid.position(0.25), 2.5)
+
+
+def test_off_lattice_rewards_interpolate():
+    from iclr26.rl.cvar_qlearning import BudgetGrid
+
+    table, q = off_lattice_chain(), 0.25
+    exact = max(
+        cvar_of_distribution([0.85, 2.6, 2.23, 3.98], [0.2, 0.2, 0.3, 0.3], q),  # 1.126
+        cvar_of_distribution([1.52, 3.27], [0.5, 0.5], q),  # 1.52: the safe action
+    )
+    for step in (0.1, 0.04):
+        sol = cvar_dynamic_programming(table, q, BudgetGrid(0, 5, step))
+        assert sol.interpolate
+        assert exact - step - 1e-9 <= sol.cvar <= exact + 1e-9  # eta0 restricted to the grid
+        assert sol.act(np.array([0]), np.array([sol.eta0]))[0] == 1
+    agent = PredictiveCVaRQLearning(
+        q=q, eta_grid=BudgetGrid(0, 5, 0.05), lr=0.05, n_replications=2, seed=0
+    ).learn(table, 1500)
+    assert agent.interpolate_
+    for i in range(2):
+        assert abs(agent.cvar_estimate(replication=i) - exact) <= 0.06
+    assert evaluate_cvar(agent, table, q, n_episodes=4000) == pytest.approx(exact, abs=1e-9)
+    base = AugmentedCVaRQLearning(q=q, eta_grid=BudgetGrid(0, 5, 0.05), relabel=True).learn(
+        table, 200
+    )
+    assert base.interpolate_ and np.isfinite(base.cvar_estimate())
+    with pytest.raises(ValueError, match="integer rewards"):
+        policy_cvar(table, agent.act_batch, agent.initial_budgets(), q)
+    # integer rewards keep the exact lattice path
+    assert not PredictiveCVaRQLearning().learn(decision_tree_table(), 2).interpolate_

@@ -149,7 +149,13 @@ def test_bad_game_and_policy_input():
 
 @pytest.mark.parametrize(
     "name",
-    ["dominant-strategy-bound", "exact-matching-fails", "no-dominance-gap", "br-continuity"],
+    [
+        "dominant-strategy-bound",
+        "exact-matching-fails",
+        "no-dominance-gap",
+        "br-continuity",
+        "regularised-bc",
+    ],
 )
 def test_claims_smoke(name, tmp_path):
     record = run_claim("ma_il_nash", name, "smoke", out_dir=tmp_path)
@@ -166,3 +172,67 @@ def test_tag_expert_is_minimax():
     assert nash_gap(game, expert) <= 1e-8
     assert np.allclose(game.reward.sum(0), 0.0)  # zero-sum
     assert nash_gap(game, uniform_profile(game)) > 0.01
+
+
+def test_entropy_regularised_fit_solves_the_stationarity_condition():
+    from iclr26.rl.ma_il_nash import entropy_regularised_fit
+
+    rng = np.random.default_rng(3)
+    freq = rng.dirichlet(np.full(4, 0.5), size=50)
+    freq[0] = [1.0, 0.0, 0.0, 0.0]
+    lam = 0.2
+    p = entropy_regularised_fit(freq, lam)
+    assert np.allclose(p.sum(-1), 1.0) and np.all(p > 0)
+    # freq/p - lam log p is one constant per row (the Lagrange condition)
+    c = freq / p - lam * np.log(p)
+    assert np.allclose(c, c[:, :1], atol=1e-6)
+    assert np.allclose(entropy_regularised_fit(freq, 0.0), freq)
+    assert np.allclose(entropy_regularised_fit(np.array([[0.5, 0.5]]), 3.0), 0.5)
+    # stronger regularisation -> closer to uniform
+    ent = [
+        -(entropy_regularised_fit(freq, w) * np.log(entropy_regularised_fit(freq, w))).sum(-1)
+        for w in (0.05, 0.5)
+    ]
+    assert np.all(ent[1] >= ent[0] - 1e-12)
+    with pytest.raises(ValueError):
+        BehaviourCloning(entropy_reg=-1.0)
+
+
+def test_quantal_response_equilibrium_is_a_soft_fixed_point():
+    from iclr26.rl.ma_il_nash import (
+        TagGame,
+        quantal_response_equilibrium,
+        soft_nash_gap,
+    )
+
+    pennies = matrix_game([[1, -1], [-1, 1]], [[-1, 1], [1, -1]], gamma=0.5)
+    qre = quantal_response_equilibrium(pennies, 0.7)
+    assert np.allclose(qre[0], 0.5, atol=1e-6) and np.allclose(qre[1], 0.5, atol=1e-6)
+    game = TagGame(grid=2)
+    pi = quantal_response_equilibrium(game, 1.0)
+    for i in range(2):
+        assert np.allclose(soft_best_response(game, i, pi, 1.0)[1], pi[i], atol=1e-7)
+    assert soft_nash_gap(game, pi, 1.0) <= 1e-7
+    assert soft_nash_gap(game, uniform_profile(game), 1.0) > 1e-3
+    with pytest.raises(ValueError):
+        quantal_response_equilibrium(game, 0.0)
+
+
+def test_two_pursuer_tag():
+    from iclr26.rl.ma_il_nash import TagGame
+
+    game = TagGame(grid=2, n_pursuers=2)
+    assert game.n_agents == 3 and game.n_states == 16 and game.n_joint == 125
+    assert np.allclose(game.prob.sum(-1), 1.0)
+    # a pursuer standing on the evader (offset 0) with everybody staying and no slip scores
+    both_on = np.ravel_multi_index((0, 0, 0, 0), (2, 2, 2, 2))
+    assert game.reward[0, both_on, 0] == pytest.approx(1.0)  # nobody slips when all stay
+    assert game.reward[2, both_on, 0] == pytest.approx(-1.0)  # caught once, not twice
+    assert np.all(game.reward[2] >= -1.0 - 1e-12) and np.all(game.reward[:2] >= 0)
+    assert game.rho[both_on] == 0.0
+    with pytest.raises(ValueError, match="temperature"):
+        game.expert_policy()
+    with pytest.raises(ValueError):
+        TagGame(grid=3, n_pursuers=3)
+    pi = game.expert_policy(temperature=2.0)
+    assert len(pi) == 3 and nash_gap(game, pi) > 0

@@ -198,6 +198,22 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"] and (tmp_path / record["figures"][0]).exists()
+    if name == "best-of-both-worlds":  # the random MDP is the second environment
+        second = record["metrics"]["random_mdp_10x3"]
+        assert set(second["mean_sup_error"]) == {"constant", "poly0.6", "pd2z1", "pd2z2"}
+        assert all(isinstance(v, bool) for v in second["checks"].values())
+
+
+def test_random_mdp_structure():
+    mdp = random_mdp(10, 3, branching=3, seed=0)
+    again = random_mdp(10, 3, branching=3, seed=0)
+    assert np.array_equal(mdp.next_state, again.next_state)
+    assert mdp.prob.shape == (10, 3, 3) and np.allclose(mdp.prob.sum(-1), 1.0)
+    nxt = np.sort(mdp.next_state, axis=-1)
+    assert np.all(np.diff(nxt, axis=-1) > 0)  # branching distinct successors
+    assert np.all((mdp.reward >= 0) & (mdp.reward <= 1))
+    with pytest.raises(ValueError):
+        random_mdp(3, 2, branching=4)
 
 
 def test_asynchronous_updates_one_entry_per_step_and_converges():

@@ -15,6 +15,8 @@ from .predictive_tail import (
     cvar_from_shortfall,
     greedy_action,
     initial_budget,
+    interpolation,
+    lerp,
 )
 from .tables import EpisodicTable, TableSampler
 
@@ -48,22 +50,41 @@ class CVaRSolution:
     q_neutral: np.ndarray  # [S, A]
     eta0: float
     cvar: float
+    interpolate: bool = False  # rewards off the grid lattice: linear interpolation
 
     def act(self, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """Greedy optimal action at augmented states (arrays of equal shape)."""
-        j = self.grid.index(eta)
         K = self.grid.size
-        loss = self.shortfall[state, :, np.clip(j, 0, K - 1)]  # [..., A]
+        if self.interpolate:
+            u = self.grid.position(eta)
+            j0, w, below, above = interpolation(u, K)
+            loss = lerp(
+                self.shortfall[state, :, j0], self.shortfall[state, :, np.minimum(j0 + 1, K - 1)], w
+            )
+        else:
+            j = self.grid.index(eta)
+            below, above = j < 0, j >= K
+            loss = self.shortfall[state, :, np.clip(j, 0, K - 1)]  # [..., A]
         qn = self.q_neutral[state]
-        loss = np.where((j >= K)[..., None], -qn, np.where((j < 0)[..., None], 0.0, loss))
+        loss = np.where(above[..., None], -qn, np.where(below[..., None], 0.0, loss))
         return greedy_action(loss, qn)
+
+
+def _at(values: np.ndarray, nxt: np.ndarray, j2: np.ndarray, K: int) -> np.ndarray:
+    """values[nxt, j2] at lattice indices (clipped) or, for fractional j2, by linear
+    interpolation between the neighbouring grid budgets; trailing axes of ``values`` after
+    the budget axis are kept."""
+    if np.issubdtype(j2.dtype, np.floating):
+        j0, w, _, _ = interpolation(j2, K)
+        return lerp(values[nxt, j0], values[nxt, np.minimum(j0 + 1, K - 1)], w)
+    return values[nxt, np.clip(j2, 0, K - 1)]
 
 
 def _next_min(grid: BudgetGrid, loss: np.ndarray, v_neutral: np.ndarray, nxt, j2, eta2):
     """min_b L(s', b, eta') with the off-grid rules, for index arrays of any shape."""
     K = grid.size
-    inside = loss.min(1)[nxt, np.clip(j2, 0, K - 1)]
-    return np.where(j2 < 0, 0.0, np.where(j2 >= K, eta2 - v_neutral[nxt], inside))
+    inside = _at(loss.min(1), nxt, j2, K)
+    return np.where(j2 < 0, 0.0, np.where(j2 > K - 1, eta2 - v_neutral[nxt], inside))
 
 
 def cvar_dynamic_programming(
@@ -80,7 +101,8 @@ def cvar_dynamic_programming(
     K = grid.size
     qn = risk_neutral_q(table)
     vn = qn.max(-1)
-    shift = grid.shift(table.reward)  # [S, A, O]
+    interpolate = not grid.on_lattice(table.reward)
+    shift = grid.offset(table.reward) if interpolate else grid.shift(table.reward)  # [S, A, O]
     j2 = np.arange(K) + shift[..., None]  # [S, A, O, K]
     eta2 = grid.values + (shift[..., None] * grid.step)
     nxt = np.broadcast_to(table.next_state[..., None], j2.shape)
@@ -97,22 +119,27 @@ def cvar_dynamic_programming(
     else:
         raise RuntimeError("CVaR dynamic programming did not converge")
     # F*, H* of the greedy optimal policy by iterating their recursion
-    jc = np.clip(j2, 0, K - 1)
+    below, above = j2 < 0, j2 > K - 1
     qn_next = qn[nxt]  # [S, A, O, K, A']
-    loss_next = np.moveaxis(loss, 1, -1)[nxt, jc]
-    loss_next = np.where(
-        (j2 < 0)[..., None], 0.0, np.where((j2 >= K)[..., None], -qn_next, loss_next)
-    )
+    loss_next = _at(np.moveaxis(loss, 1, -1), nxt, j2, K)
+    loss_next = np.where(below[..., None], 0.0, np.where(above[..., None], -qn_next, loss_next))
     a_next = greedy_action(loss_next, qn_next)  # [S, A, O, K]
     tail_prob = np.zeros_like(loss)
     tail_value = np.zeros_like(loss)
     hit = (eta2 >= 0).astype(float)
     reward = table.reward[..., None]
+    if interpolate:
+        j0, w, _, _ = interpolation(j2, K)
+        j1 = np.minimum(j0 + 1, K - 1)
+    else:
+        j0, w, j1 = np.clip(j2, 0, K - 1), None, None
     for _ in range(max_iter):
-        f_in = tail_prob[nxt, a_next, jc]
-        h_in = tail_value[nxt, a_next, jc]
-        f_next = np.where(j2 < 0, 0.0, np.where(j2 >= K, 1.0, f_in))
-        h_next = np.where(j2 < 0, 0.0, np.where(j2 >= K, vn[nxt], h_in))
+        f_in, h_in = tail_prob[nxt, a_next, j0], tail_value[nxt, a_next, j0]
+        if interpolate:  # F and H interpolated separately
+            f_in = lerp(f_in, tail_prob[nxt, a_next, j1], w)
+            h_in = lerp(h_in, tail_value[nxt, a_next, j1], w)
+        f_next = np.where(below, 0.0, np.where(above, 1.0, f_in))
+        h_next = np.where(below, 0.0, np.where(above, vn[nxt], h_in))
         f_t = np.where(term, hit, f_next)
         h_t = np.where(term, reward * hit, reward * f_next + h_next)
         new_f, new_h = (p * f_t).sum(2), (p * h_t).sum(2)
@@ -132,6 +159,7 @@ def cvar_dynamic_programming(
         qn,
         float(grid.values[k0]),
         float(cvar_from_shortfall(grid.values, min_loss, q)),
+        interpolate,
     )
 
 
@@ -160,6 +188,11 @@ def return_distribution(
     support (accumulated returns) and probabilities [R, G]. Truncation at the horizon ends
     the episode with the accumulated return.
     """
+    if np.any(np.abs(table.reward - np.rint(table.reward)) > 1e-9):
+        raise ValueError(
+            "exact return distributions need integer rewards; use evaluate_cvar (Monte "
+            "Carlo) for other rewards"
+        )
     eta0 = np.atleast_1d(np.asarray(eta0, dtype=float))
     R, S, O = eta0.shape[0], table.n_states, table.prob.shape[-1]
     # accumulated rewards: at most horizon - 1 non-terminal steps, then any step

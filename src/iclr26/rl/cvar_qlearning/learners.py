@@ -26,6 +26,8 @@ from .predictive_tail import (
     cvar_from_shortfall,
     greedy_action,
     initial_budget,
+    interpolation,
+    lerp,
     shortfall,
     terminal_targets,
 )
@@ -114,13 +116,31 @@ class _BudgetLearner(ABC):
     # -- shared machinery -----------------------------------------------------------------
     def shortfall_at(self, rep: np.ndarray, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """L(s, ., eta) with the off-grid rules; index arrays of equal shape -> [..., A]."""
-        return self._shortfall_idx(rep, state, self.grid_.index(eta))
+        return self._shortfall_idx(rep, state, self._position(eta))
+
+    def _position(self, eta: np.ndarray) -> np.ndarray:
+        """Integer lattice index of budgets, or the fractional position when the env's
+        rewards are off the grid lattice (interpolation mode)."""
+        if getattr(self, "interpolate_", False):
+            return self.grid_.position(eta)
+        return self.grid_.index(eta)
+
+    def _interp_shortfall(self, rep, state, j0, w, u) -> np.ndarray:
+        """L between grid budgets j0 and j0 + 1 (weight w); the default interpolates L."""
+        K = self.grid_.size
+        left = self._grid_shortfall(rep, state, j0)
+        return lerp(left, self._grid_shortfall(rep, state, np.minimum(j0 + 1, K - 1)), w)
 
     def _shortfall_idx(self, rep, state, j) -> np.ndarray:
-        """L at budget lattice indices j (possibly off the grid): below 0, above eta - Q."""
+        """L at budget lattice indices j, or fractional positions j (linear interpolation),
+        possibly off the grid: below 0, above eta - Q."""
         K = self.grid_.size
-        below, above = j < 0, j >= K
-        inside = self._grid_shortfall(rep, state, np.minimum(np.maximum(j, 0), K - 1))
+        if np.issubdtype(np.asarray(j).dtype, np.floating):
+            j0, w, below, above = interpolation(j, K)
+            inside = self._interp_shortfall(rep, state, j0, w, j)
+        else:
+            below, above = j < 0, j >= K
+            inside = self._grid_shortfall(rep, state, np.minimum(np.maximum(j, 0), K - 1))
         if not (below.any() or above.any()):
             return inside
         qn = self.q_neutral_[rep, state]
@@ -129,7 +149,7 @@ class _BudgetLearner(ABC):
 
     def act_batch(self, rep: np.ndarray, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """Greedy actions at augmented states (the learned policy, no exploration)."""
-        return self._act_idx(rep, state, self.grid_.index(eta))
+        return self._act_idx(rep, state, self._position(eta))
 
     def _act_idx(self, rep, state, j) -> np.ndarray:
         return greedy_action(self._shortfall_idx(rep, state, j), self.q_neutral_[rep, state])
@@ -171,7 +191,8 @@ class _BudgetLearner(ABC):
             raise ValueError("n_episodes must be >= 1")
         table = table_of(env)
         grid = default_grid(table) if self.eta_grid is None else self.eta_grid
-        grid.shift(table.reward)  # rewards must land on the grid lattice
+        # rewards off the grid lattice: fractional budget positions, linear interpolation
+        self.interpolate_ = not grid.on_lattice(table.reward)
         self.table_, self.grid_ = table, grid
         R, S, A, K, N = (
             self.n_replications,
@@ -187,7 +208,7 @@ class _BudgetLearner(ABC):
         rr = np.arange(R)
         episodes = np.zeros(R, dtype=np.int64)
         self._step = grid.step
-        budget = self._start_budgets(rng, rr, episodes, N)  # lattice indices
+        budget = self._start_budgets(rng, rr, episodes, N)  # lattice indices (or positions)
         steps = updates = 0
         started = time.perf_counter()
         while True:
@@ -201,7 +222,9 @@ class _BudgetLearner(ABC):
             explore = rng.random(R) < eps
             a = np.where(explore, rng.integers(0, A, R), a)
             s2, r, term, trunc = sampler.step(a)
-            shift = np.rint(-r / grid.step).astype(np.int64)
+            shift = (
+                grid.offset(r) if self.interpolate_ else np.rint(-r / grid.step).astype(np.int64)
+            )
             updates += self._learn(rr, s, a, r, shift, s2, term, active, budget)
             # risk-neutral Q (tie-breaking and the above-grid continuation)
             target = r + (~term) * self.q_neutral_[rr, s2].max(-1)
@@ -231,11 +254,21 @@ class _BudgetLearner(ABC):
         frac = np.minimum(episodes / max(N - 1, 1), 1.0)
         eps = self.budget_epsilon[0] + (self.budget_epsilon[1] - self.budget_epsilon[0]) * frac
         explore = self.budget_exploration[reps] & (rng.random(R) < eps)
-        return np.where(explore, rng.integers(0, K, R), greedy)
+        start = np.where(explore, rng.integers(0, K, R), greedy)
+        return start.astype(float) if self.interpolate_ else start
 
     def _targets_mask(self, active: np.ndarray, budget: np.ndarray) -> np.ndarray:
-        """Which grid budgets each replication updates: all (relabel) or the followed one."""
+        """Which grid budgets each replication updates: all (relabel) or the followed one;
+        a followed budget between grid points splits its update over the two neighbours
+        with the interpolation weights (float mask)."""
         K = self.grid_.size
+        if np.issubdtype(budget.dtype, np.floating):
+            j0, w, below, above = interpolation(budget, K)
+            k = np.arange(K)[None, :]
+            inside = ~(below | above)[:, None]
+            near = (k == j0[:, None]) * (1 - w[:, None]) + (k == j0[:, None] + 1) * w[:, None]
+            followed = np.where(self.relabel[:, None], 1.0, near * inside)
+            return active[:, None] * followed
         followed = np.arange(K)[None, :] == budget[:, None]
         return active[:, None] & (self.relabel[:, None] | followed)
 
@@ -275,12 +308,28 @@ class PredictiveCVaRQLearning(_BudgetLearner):
         f, h = self._grid_tail(rep, state, j)
         return shortfall(self.grid_.values[j][..., None], f, h)
 
+    def _interp_tail(self, rep, state, j0, w):
+        """F and H interpolated separately between grid budgets j0 and j0 + 1."""
+        K = self.grid_.size
+        f0, h0 = self._grid_tail(rep, state, j0)
+        f1, h1 = self._grid_tail(rep, state, np.minimum(j0 + 1, K - 1))
+        return lerp(f0, f1, w), lerp(h0, h1, w)
+
+    def _interp_shortfall(self, rep, state, j0, w, u):
+        f, h = self._interp_tail(rep, state, j0, w)
+        eta = (self.grid_.lo + self.grid_.step * np.asarray(u, dtype=float))[..., None]
+        return shortfall(eta, f, h)
+
     def _learn(self, rr, s, a, r, shift, s2, term, active, budget) -> int:
         grid, K = self.grid_, self.grid_.size
         j2 = np.arange(K)[None, :] + shift[:, None]  # next budget indices [R, K]
         eta2 = grid.values[None, :] - r[:, None]
-        jc = np.minimum(np.maximum(j2, 0), K - 1)
-        f_in, h_in = self._grid_tail(rr[:, None], s2[:, None], jc)  # [R, K, A]
+        if np.issubdtype(j2.dtype, np.floating):
+            j0, w, _, _ = interpolation(j2, K)
+            f_in, h_in = self._interp_tail(rr[:, None], s2[:, None], j0, w)  # [R, K, A]
+        else:
+            jc = np.minimum(np.maximum(j2, 0), K - 1)
+            f_in, h_in = self._grid_tail(rr[:, None], s2[:, None], jc)  # [R, K, A]
         qn = self.q_neutral_[rr, s2]  # [R, A]
         f_next, h_next = clamped_tail(j2, K, f_in, h_in, qn[:, None, :])
         loss = shortfall(eta2[..., None], f_next, h_next)
@@ -295,7 +344,7 @@ class PredictiveCVaRQLearning(_BudgetLearner):
         f_row, h_row = self.tail_prob_[rr, s, :, a], self.tail_value_[rr, s, :, a]
         self.tail_prob_[rr, s, :, a] = f_row + self.lr * mask * (f_hat - f_row)
         self.tail_value_[rr, s, :, a] = h_row + self.lr * mask * (h_hat - h_row)
-        return 2 * int(mask.sum())
+        return 2 * int(np.count_nonzero(mask))
 
 
 class AugmentedCVaRQLearning(_BudgetLearner):
@@ -339,7 +388,7 @@ class AugmentedCVaRQLearning(_BudgetLearner):
         mask = self._targets_mask(active, budget)
         row = self.shortfall_[rr, s, :, a]
         self.shortfall_[rr, s, :, a] = row + self.lr * mask * (target - row)
-        return int(mask.sum())
+        return int(np.count_nonzero(mask))
 
 
 class RiskNeutralQLearning(_BudgetLearner):

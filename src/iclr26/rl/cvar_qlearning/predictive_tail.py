@@ -10,8 +10,10 @@ and at a terminal s': F = 1{eta' >= 0}, H = r 1{eta' >= 0}. The immediate reward
 every step. Greedy rule (policy improvement): a = argmin_a L(s, a, eta), ties broken by the
 risk-neutral Q. Static CVaR of the return at level q (Rockafellar-Uryasev):
 CVaR_q = max_eta {eta - L(s0, eta) / q}. Budgets off the grid are clamped: below it
-F = H = 0; above it F = 1 and H = E[G] under the risk-neutral optimal continuation.
-Everything that depends on these definitions lives in this module.
+F = H = 0; above it F = 1 and H = E[G] under the risk-neutral optimal continuation. Rewards that are not
+multiples of the grid step send eta - r between grid points; F and H are then read by linear
+interpolation between the two neighbouring grid budgets (separately, and L = eta F - H from
+the interpolated pair). Everything that depends on these definitions lives in this module.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ TIE_TOL = 1e-9
 
 
 class BudgetGrid:
-    """Evenly spaced budgets eta_k = lo + k * step, k = 0..K-1; rewards must be multiples
-    of ``step`` so that eta - r lands on the grid."""
+    """Evenly spaced budgets eta_k = lo + k * step, k = 0..K-1. Rewards that are multiples
+    of ``step`` keep eta - r on the grid (exact integer index shifts); other rewards are
+    handled by linear interpolation at the fractional grid position (``position``)."""
 
     def __init__(self, lo: float, hi: float, step: float = 1.0):
         if not (np.isfinite(lo) and np.isfinite(hi)) or hi < lo:
@@ -46,9 +49,42 @@ class BudgetGrid:
             raise ValueError("rewards must be multiples of the budget grid step")
         return rounded.astype(np.int64)
 
+    def on_lattice(self, reward: np.ndarray) -> bool:
+        """Whether every reward is a multiple of the step (so eta - r stays on the grid)."""
+        shift = -np.asarray(reward, dtype=float) / self.step
+        return bool(np.all(np.abs(shift - np.rint(shift)) <= 1e-9))
+
+    def offset(self, reward: np.ndarray) -> np.ndarray:
+        """Fractional index shift -r/step (any rewards)."""
+        return -np.asarray(reward, dtype=float) / self.step
+
+    def position(self, eta: np.ndarray) -> np.ndarray:
+        """Fractional grid position (eta - lo)/step (outside [0, K-1] off the grid)."""
+        return (np.asarray(eta, dtype=float) - self.lo) / self.step
+
     def index(self, eta: np.ndarray) -> np.ndarray:
         """Integer grid index of budgets on the lattice (may fall outside [0, K))."""
         return np.rint((np.asarray(eta, dtype=float) - self.lo) / self.step).astype(np.int64)
+
+
+def interpolation(u: np.ndarray, K: int):
+    """Linear interpolation at fractional grid positions u: (left index j0 in [0, K-2] (0 when
+    K = 1), weight w of j0 + 1 in [0, 1], below mask u < 0, above mask u > K - 1)."""
+    u = np.asarray(u, dtype=float)
+    below, above = u < 0, u > K - 1
+    if K == 1:
+        return np.zeros(u.shape, np.int64), np.zeros(u.shape), below, above
+    j0 = np.clip(np.floor(u), 0, K - 2).astype(np.int64)
+    w = np.clip(u - j0, 0.0, 1.0)
+    return j0, w, below, above
+
+
+def lerp(left: np.ndarray, right: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(1 - w) left + w right, w broadcast over a trailing action axis when needed."""
+    w = np.asarray(w)
+    if w.ndim < np.ndim(left):
+        w = w[..., None]
+    return (1.0 - w) * left + w * right
 
 
 def shortfall(eta: np.ndarray, tail_prob: np.ndarray, tail_value: np.ndarray) -> np.ndarray:
@@ -70,9 +106,10 @@ def clamped_tail(
     tail_value_in: np.ndarray,
     v_neutral: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """F and H ([R, K, A]) at budget indices j ([R, K]) with the off-grid rules: below the
-    grid F = H = 0; above it F = 1 and H = E[G] (``v_neutral``, broadcast to [R, K, A])."""
-    below, above = j < 0, j >= K
+    """F and H ([R, K, A]) at budget indices or fractional positions j ([R, K]) with the
+    off-grid rules: below the grid F = H = 0; above it F = 1 and H = E[G] (``v_neutral``,
+    broadcast to [R, K, A])."""
+    below, above = j < 0, j > K - 1
     tail_prob, tail_value = tail_prob_in.copy(), tail_value_in.copy()
     if below.any():
         tail_prob[below] = 0.0

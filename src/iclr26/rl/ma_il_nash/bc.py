@@ -4,7 +4,10 @@ Each agent's policy is cloned independently from the joint dataset: Laplace-smoo
 action counts on states the data visits, and an explicit fallback on unseen states
 (uniform, one fixed action, the policy of the nearest seen state, or a logistic-regression
 classifier over state features so off-support behaviour comes from generalisation).
-Optional label smoothing mixes every cloned policy with the uniform one.
+Optional regularisation: label smoothing mixes every cloned policy with the uniform one;
+entropy regularisation with weight lambda replaces the per-state maximum-likelihood fit by
+argmax_p sum_a q(a|s) log p(a) + lambda H(p), q the (Laplace-smoothed) empirical action
+frequencies, solved by gradient ascent on the logits for all states at once.
 """
 
 from __future__ import annotations
@@ -52,12 +55,50 @@ def one_hot_features(n_states: int) -> np.ndarray:
     return np.hstack([np.eye(n_states), np.ones((n_states, 1))])
 
 
+def entropy_regularised_fit(freq: np.ndarray, weight: float, n_bisect: int = 100) -> np.ndarray:
+    """argmax over the simplex of sum_a freq[a] log p[a] + weight * H(p), row by row.
+
+    Stationarity gives freq[a] / p[a] - weight log p[a] = c for one constant c per row, so
+    p[a] = freq[a] / (weight w) with w + log w = c / weight + log(freq[a] / weight) (Lambert W,
+    solved by Newton on log w) and p[a] = exp(-c / weight) where freq[a] = 0. Every p[a]
+    decreases in c and sum_a p[a] = 1 has its root in [0, A max freq + weight log A + 1],
+    found by bisection for all rows at once."""
+    freq = np.asarray(freq, dtype=float)
+    if weight < 0:
+        raise ValueError("weight must be >= 0")
+    freq = freq / freq.sum(-1, keepdims=True)
+    if weight == 0:
+        return freq
+    A = freq.shape[-1]
+    pos = freq > 0
+    log_q = np.log(np.where(pos, freq, 1.0) / weight)
+
+    def probs(c):
+        t = c[..., None] / weight + log_q
+        y = np.where(t > 1, np.log(np.maximum(t, 1.0)), t)  # right of the root: monotone
+        for _ in range(60):
+            y -= (np.exp(y) + y - t) / (np.exp(y) + 1.0)
+        p_pos = np.where(pos, freq, 0.0) / (weight * np.exp(y))
+        return np.where(pos, p_pos, np.exp(-c[..., None] / weight))
+
+    lo = np.zeros(freq.shape[:-1])
+    hi = A * freq.max(-1) + weight * np.log(A) + 1.0
+    for _ in range(n_bisect):
+        mid = 0.5 * (lo + hi)
+        big = probs(mid).sum(-1) > 1.0
+        lo, hi = np.where(big, mid, lo), np.where(big, hi, mid)
+    p = probs(0.5 * (lo + hi))
+    return p / p.sum(-1, keepdims=True)
+
+
 class BehaviourCloning:
     """Per-agent tabular behaviour cloning with an explicit unseen-state fallback.
 
     ``fallback``: "uniform", "nearest-seen" (policy of the closest visited state in feature
     space), "logistic" (a multinomial logistic regression on state features fitted to all
-    (state, action) pairs), or an int: that fixed action.
+    (state, action) pairs), or an int: that fixed action. ``entropy_reg`` = lambda > 0 fits
+    each seen state's policy by argmax_p sum_a q(a) log p(a) + lambda H(p) (entropy
+    regularisation); ``label_smoothing`` mixes the result with the uniform policy.
     """
 
     def __init__(
@@ -67,11 +108,15 @@ class BehaviourCloning:
         label_smoothing: float = 0.0,
         features: np.ndarray | None = None,
         logistic_c: float = 1.0,
+        entropy_reg: float = 0.0,
     ):
         if not (isinstance(fallback, (int, np.integer)) or fallback in FALLBACKS):
             raise ValueError(f"fallback must be an action index or one of {FALLBACKS}")
         if smoothing < 0 or not (0.0 <= label_smoothing <= 1.0):
             raise ValueError("need smoothing >= 0 and label_smoothing in [0, 1]")
+        if not np.isfinite(entropy_reg) or entropy_reg < 0:
+            raise ValueError("entropy_reg must be a finite number >= 0")
+        self.entropy_reg = float(entropy_reg)
         self.fallback = fallback
         self.smoothing = float(smoothing)
         self.label_smoothing = float(label_smoothing)
@@ -101,6 +146,8 @@ class BehaviourCloning:
             total = counts.sum(-1, keepdims=True)
             seen = total[:, 0] > 0
             cloned = (counts + self.smoothing) / np.maximum(total + self.smoothing * A, 1e-300)
+            if self.entropy_reg > 0 and seen.any():
+                cloned[seen] = entropy_regularised_fit(cloned[seen], self.entropy_reg)
             cloned[~seen] = self._fallback(i, A, feats, seen, cloned, states, actions[:, i])
             if self.label_smoothing:
                 cloned = (1 - self.label_smoothing) * cloned + self.label_smoothing / A

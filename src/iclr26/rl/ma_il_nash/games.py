@@ -8,6 +8,7 @@ equilibrium -- while policies observe the full state, so the others' behaviour s
 which states (and so which cloned decisions) agent i meets.
 ``TriggerGame``: a repeated prisoner's dilemma with an absorbing Punish state that grim
 trigger never visits in equilibrium, so demonstrations say nothing about it.
+``TagGame``: pursuit-evasion on a torus with one (zero-sum) or two pursuers.
 """
 
 from __future__ import annotations
@@ -143,39 +144,58 @@ TAG_MOVES = np.array([[0, 0], [-1, 0], [0, 1], [1, 0], [0, -1]])  # stay, N, E, 
 
 
 class TagGame(TabularMarkovGame):
-    """One pursuer and one evader on a ``grid`` x ``grid`` torus (zero-sum).
+    """Pursuit on a ``grid`` x ``grid`` torus: ``n_pursuers`` (1 or 2) pursuers and an evader.
 
     On a torus the game is invariant to translation, so the state is the evader's offset
-    from the pursuer (grid^2 states). Both move simultaneously (stay or one of four steps);
-    each move fails with probability ``slip``. The pursuer gets +1 and the evader -1 whenever
-    they end a step on the same cell; play continues (discounted)."""
+    from each pursuer (grid^(2 n_pursuers) states). Agents are the pursuers then the evader;
+    all move simultaneously (stay or one of four steps) and each move fails with probability
+    ``slip``. A pursuer gets +1 whenever it ends a step on the evader's cell; the evader gets
+    -1 whenever at least one pursuer does; play continues (discounted). With one pursuer the
+    game is zero-sum; with two it is general-sum."""
 
-    def __init__(self, grid: int = 4, gamma: float = 0.9, slip: float = 0.1):
+    def __init__(self, grid: int = 4, gamma: float = 0.9, slip: float = 0.1, n_pursuers: int = 1):
         if grid < 2:
             raise ValueError("grid must be >= 2")
-        G, A = int(grid), 5
-        S = G * G
-        offset = np.array(list(itertools.product(range(G), range(G))))  # [S, 2]
-        pairs = np.array(list(itertools.product(range(A), range(A))))  # [J, 2] (p, e)
-        outcomes = np.array(list(itertools.product(range(2), range(2))))  # slip flags
-        delta = TAG_MOVES[pairs[:, 1]][:, None, :] * (1 - outcomes[None, :, 1:2]) - TAG_MOVES[
-            pairs[:, 0]
-        ][:, None, :] * (1 - outcomes[None, :, 0:1])
-        new = (offset[:, None, None, :] + delta[None]) % G  # [S, J, O, 2]
-        next_state = new[..., 0] * G + new[..., 1]
-        flag_prob = np.where(outcomes == 0, 1 - slip, slip).prod(-1)  # [O]
+        if n_pursuers not in (1, 2):
+            raise ValueError("n_pursuers must be 1 or 2")
+        G, A, k = int(grid), 5, int(n_pursuers)
+        S = G ** (2 * k)
+        # state digits: (row_1, col_1, ..., row_k, col_k) of the evader-minus-pursuer offsets
+        offset = np.array(list(itertools.product(range(G), repeat=2 * k))).reshape(S, k, 2)
+        joint = np.array(list(itertools.product(range(A), repeat=k + 1)))  # [J, k + 1]
+        flags = np.array(list(itertools.product(range(2), repeat=k + 1)))  # [O, k + 1] slips
+        step = TAG_MOVES[joint][:, None] * (1 - flags[None, :, :, None])  # [J, O, k + 1, 2]
+        delta = step[:, :, k : k + 1] - step[:, :, :k]  # evader step minus pursuer step
+        new = (offset[:, None, None] + delta[None]) % G  # [S, J, O, k, 2]
+        digits = new.reshape(*new.shape[:3], 2 * k)
+        next_state = np.ravel_multi_index(tuple(np.moveaxis(digits, -1, 0)), (G,) * (2 * k))
+        flag_prob = np.where(flags == 0, 1 - slip, slip).prod(-1)  # [O]
         prob = np.broadcast_to(flag_prob, next_state.shape).copy()
-        caught = (next_state == 0).astype(float)
-        expected = (prob * caught).sum(-1)  # [S, J]
-        reward = np.stack([expected, -expected])
-        rho = np.full(S, 1.0 / (S - 1))
-        rho[0] = 0.0  # start apart
-        super().__init__([A, A], prob, next_state, reward, gamma, rho, name=f"tag-{G}x{G}")
+        caught = (np.abs(new).sum(-1) == 0).astype(float)  # [S, J, O, k]
+        pursuer = (prob[..., None] * caught).sum(2)  # [S, J, k]
+        evader = -(prob * caught.max(-1)).sum(-1)  # [S, J]
+        reward = np.concatenate([np.moveaxis(pursuer, -1, 0), evader[None]])
+        apart = (np.abs(offset).sum(-1) > 0).all(-1)
+        rho = apart / apart.sum()  # start with nobody caught
+        name = f"tag-{G}x{G}" + ("" if k == 1 else f"-{k}pursuers")
+        super().__init__([A] * (k + 1), prob, next_state, reward, gamma, rho, name=name)
+        self.n_pursuers = k
 
-    def expert_policy(self, tol: float = 1e-10, max_iter: int = 200) -> tuple[np.ndarray, ...]:
-        """Minimax (Nash) stationary policies by Hoffman-Karp iteration: each round solves
-        every state's 5x5 zero-sum matrix game by linear programming for the pursuer, then
-        evaluates the pursuer's policy exactly against the evader's best response."""
+    def expert_policy(
+        self, temperature: float | None = None, tol: float = 1e-10, max_iter: int = 200
+    ) -> tuple[np.ndarray, ...]:
+        """The expert profile. ``temperature=None`` (one pursuer only): minimax (Nash)
+        stationary policies by Hoffman-Karp iteration -- each round solves every state's 5x5
+        zero-sum matrix game by linear programming for the pursuer, then evaluates the
+        pursuer's policy exactly against the evader's best response. A positive
+        ``temperature``: the quantal-response (logit) equilibrium of the entropy-regularised
+        game, the expert used for two pursuers (where no minimax solution applies)."""
+        if temperature is not None:
+            from .quantal import quantal_response_equilibrium
+
+            return quantal_response_equilibrium(self, temperature)
+        if self.n_pursuers != 1:
+            raise ValueError("the minimax expert needs one pursuer; pass a temperature")
         from scipy.optimize import linprog
 
         S, A = self.n_states, 5

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .game import TabularMarkovGame, uniform_profile
 
@@ -101,6 +100,11 @@ def dominant_strategy_check(
     return True
 
 
+def _logsumexp_last(x: np.ndarray) -> np.ndarray:
+    top = x.max(-1)
+    return top + np.log(np.exp(x - top[..., None]).sum(-1))
+
+
 def soft_best_response(
     game: TabularMarkovGame,
     i: int,
@@ -117,7 +121,7 @@ def soft_best_response(
     v = np.zeros(game.n_states)
     for _ in range(max_iter):
         q = r_i + game.gamma * p_i @ v
-        v_new = temperature * logsumexp(q / temperature, axis=-1)
+        v_new = temperature * _logsumexp_last(q / temperature)
         if np.max(np.abs(v_new - v)) < tol:
             v = v_new
             break
