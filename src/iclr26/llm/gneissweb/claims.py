@@ -330,11 +330,22 @@ def ray_equals_local(ctx: Context) -> Result:
     try:
         _write_shards(corpus, work / "in", 4)
         pipeline = GneissWebPipeline(annotators=recipe.annotators, filter=recipe.ensemble)
-        timings = {}
+        timings, reports = {}, {}
         for backend in ("local", "ray"):
             t0 = time.perf_counter()
-            pipeline.run(work / "in", work / backend, backend=backend, num_workers=2)
+            reports[backend] = pipeline.run(
+                work / "in", work / backend, backend=backend, num_workers=2
+            )
             timings[backend] = time.perf_counter() - t0
+        # Step seconds are summed over shards, i.e. the throughput of one worker.
+        mb = reports["local"]["bytes_in"] / 1e6
+        per_step = {
+            step: {
+                "docs_per_s": n_docs / max(stats["seconds"], 1e-9),
+                "mb_per_s": mb / max(stats["seconds"], 1e-9),
+            }
+            for step, stats in reports["local"]["steps"].items()
+        }
         files = sorted(p.name for p in (work / "local" / "kept").iterdir())
         same = [
             (work / "local" / "kept" / f).read_bytes() == (work / "ray" / "kept" / f).read_bytes()
@@ -358,6 +369,7 @@ def ray_equals_local(ctx: Context) -> Result:
             "identical_shards": int(sum(same)),
             "shards": len(files),
             "ray_docs_per_s": n_docs / timings["ray"],
+            "per_step_one_worker": per_step,
         },
         baseline={"local": {"docs_per_s": n_docs / timings["local"]}},
         required={
