@@ -5,13 +5,16 @@ import torch.nn.functional as F
 from iclr26.claims import run_claim
 from iclr26.nn.learned_nonlinearities import (
     AdditionTask,
+    CopyTask,
     LinearSpline,
     Nonlinearities,
     SplineTransformer,
+    compatibility_matrix,
     discover_nonlinearities,
     masked_loss,
     patch_hf_activations,
     steps_to_reach,
+    text_task,
     train_with_frozen,
 )
 from iclr26.nn.learned_nonlinearities.procedure import History
@@ -117,6 +120,66 @@ def test_addition_task_encoding():
     assert not train & {tuple(r) for r in task.data["test"].tolist()}
 
 
+def test_copy_task_encoding_and_metrics():
+    task = CopyTask(length=5, n_symbols=4, n_train=200, n_test=20, seed=1, metric="token")
+    seqs = task.data["wts"]
+    assert seqs.shape == (160, 11) and task.vocab_size == 5 and task.context == 10
+    assert torch.equal(seqs[:, :5], seqs[:, 6:]) and (seqs[:, 5] == 4).all()
+    x, y, mask = task.sample("arch", 3, torch.Generator().manual_seed(0))
+    assert mask.sum(1).tolist() == [5] * 3 and torch.equal(y[:, -5:], x[:, :5])
+    all_seqs = {tuple(r) for r in torch.cat(list(task.data.values())).tolist()}
+    assert len(all_seqs) == 220
+
+    class Oracle(torch.nn.Module):  # right on every answer token but the last one
+        def forward(self, x):
+            logits = F.one_hot(torch.cat([x[:, 1:], x[:, :1]], 1), 5).float()
+            logits[:, -5:] = F.one_hot(x[:, :5], 5).float()
+            logits[:, -1] = F.one_hot((x[:, 4] + 1) % 4, 5).float()
+            return logits
+
+    assert task.evaluate(Oracle(), "test") == pytest.approx(0.8)
+    task.metric = "exact"
+    assert task.evaluate(Oracle(), "test") == 0.0
+
+
+def test_text_task_code_encoding():
+    task = text_task("code", context=8, n_eval_windows=4, max_files=2)
+    ids = task.streams["wts"]
+    assert ids.dtype == torch.long and int(ids.min()) >= 0 and int(ids.max()) < task.vocab_size
+    x, y, mask = task.sample("test", 3, torch.Generator().manual_seed(0))
+    assert x.shape == (3, 8) and torch.equal(x[:, 1:], y[:, :-1]) and mask.all()
+    with pytest.raises(ValueError):
+        text_task("poetry")
+
+
+def test_compatibility_matrix_zero_for_baseline_equivalent_theta():
+    task = AdditionTask(n_digits=1, n_train=80, n_test=20, seed=0)
+
+    def make_for(_task):
+        return lambda nl: SplineTransformer(12, 8, 2, 1, 2, task.context, nonlinearities=nl)
+
+    # A spline initialised as GeLU, softmax attention: same model as the baseline up to the
+    # interpolation error, so every entry is about 0.
+    theta = Nonlinearities(
+        mlp=True, attention="softmax", n_anchors=2001, x_range=10.0, mlp_init="gelu"
+    )
+    loss = lambda h: h.metric[-1]  # noqa: E731
+    m = compatibility_matrix(
+        {"a": theta, "b": theta},
+        {"x": task},
+        make_for,
+        steps=3,
+        batch=8,
+        seeds=(0, 1),
+        metric=loss,
+        eval_every=1,
+    )
+    assert set(m) == {"a", "b"} and set(m["a"]) == {"x"}
+    assert abs(m["a"]["x"]) < 1e-6 and m["a"]["x"] == m["b"]["x"]
+    with pytest.raises(ValueError):
+        compatibility_matrix({}, {"x": task}, make_for)
+
+
 def test_steps_to_reach():
     h = History(steps=[10, 20, 30], metric=[0.5, 0.95, 0.99])
     assert steps_to_reach(h, 0.9, 100) == 20
@@ -167,9 +230,15 @@ def test_bad_input():
         patch_hf_activations(torch.nn.Linear(2, 2), Nonlinearities())
     with pytest.raises(ValueError):
         AdditionTask(arch_fraction=1.5)
+    with pytest.raises(ValueError):
+        AdditionTask(n_train=50, n_test=5, metric="bleu")
+    with pytest.raises(ValueError):
+        CopyTask(length=2, n_symbols=3, n_train=20, n_test=5)
 
 
-@pytest.mark.parametrize("name", ["addition-speed", "prose-gain"])
+@pytest.mark.parametrize(
+    "name", ["addition-speed", "prose-gain", "compatibility-matrix", "prose-to-code-transfer"]
+)
 def test_claims_smoke(name, tmp_path):
     record = run_claim("learned_nonlinearities", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record["traceback"]

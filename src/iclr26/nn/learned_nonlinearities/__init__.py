@@ -9,12 +9,20 @@ from iclr26.nn.learned_nonlinearities.procedure import (
     train_with_frozen,
 )
 from iclr26.nn.learned_nonlinearities.spline import ATTENTION_KINDS, LinearSpline, Nonlinearities
-from iclr26.nn.learned_nonlinearities.tasks import AdditionTask, TextTask, masked_loss, prose_task
+from iclr26.nn.learned_nonlinearities.tasks import (
+    AdditionTask,
+    CopyTask,
+    TextTask,
+    masked_loss,
+    prose_task,
+    text_task,
+)
 from iclr26.nn.learned_nonlinearities.transformer import SplineTransformer
 
 __all__ = [
     "ATTENTION_KINDS",
     "AdditionTask",
+    "CopyTask",
     "History",
     "LinearSpline",
     "Nonlinearities",
@@ -25,6 +33,7 @@ __all__ = [
     "masked_loss",
     "patch_hf_activations",
     "prose_task",
+    "text_task",
     "steps_to_reach",
     "train_with_frozen",
 ]

@@ -144,28 +144,24 @@ def compatibility_matrix(
     lr: float = 1e-3,
     seeds=(0,),
     metric: Callable[[History], float] | None = None,
+    eval_every: int = 50,
 ) -> dict:
     """Rows: task whose ``theta*`` is used; columns: task trained in stage II; entry: metric of
     the learned architecture minus the baseline's (default: final test metric), seed mean."""
+    if not thetas or not tasks or not len(seeds):
+        raise ValueError("thetas, tasks and seeds must be non-empty")
     metric = metric or (lambda h: h.metric[-1])
+    kw = dict(steps=steps, batch=batch, lr=lr, eval_every=eval_every)
     baseline = {}
     for col, task in tasks.items():
-        runs = [
-            train_with_frozen(
-                make_model_for(task), None, task, steps=steps, batch=batch, lr=lr, seed=s
-            )[1]
-            for s in seeds
-        ]
+        runs = [train_with_frozen(make_model_for(task), None, task, seed=s, **kw)[1] for s in seeds]
         baseline[col] = sum(metric(h) for h in runs) / len(runs)
     matrix = {}
     for row, theta in thetas.items():
         matrix[row] = {}
         for col, task in tasks.items():
             runs = [
-                train_with_frozen(
-                    make_model_for(task), theta, task, steps=steps, batch=batch, lr=lr, seed=s
-                )[1]
-                for s in seeds
+                train_with_frozen(make_model_for(task), theta, task, seed=s, **kw)[1] for s in seeds
             ]
             matrix[row][col] = sum(metric(h) for h in runs) / len(runs) - baseline[col]
     return matrix

@@ -24,8 +24,58 @@ def masked_loss(model: nn.Module, batch) -> torch.Tensor:
     return (loss * mask).sum() / mask.sum()
 
 
+METRICS = ("exact", "token")
+
+
+class _AnswerTask:
+    """Shared sampling and evaluation for tasks whose loss covers the last ``answer_len``
+    targets of fixed-length sequences stored in ``self.data[split]``."""
+
+    data: dict
+    answer_len: int
+    metric: str
+
+    def _check(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+        if not 0 < self.arch_fraction < 1:
+            raise ValueError("arch_fraction must be in (0, 1)")
+
+    def _split(self, seqs: torch.Tensor, n_train: int) -> None:
+        n_arch = int(round(self.arch_fraction * n_train))
+        n_wts = n_train - n_arch
+        self.data = {"wts": seqs[:n_wts], "arch": seqs[n_wts:n_train], "test": seqs[n_train:]}
+
+    def _batch(self, seqs: torch.Tensor):
+        x, y = seqs[:, :-1], seqs[:, 1:]
+        mask = torch.zeros_like(y, dtype=torch.bool)
+        mask[:, -self.answer_len :] = True
+        return x, y, mask
+
+    def sample(self, split: str, batch: int, gen: torch.Generator):
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}")
+        seqs = self.data[split]
+        return self._batch(seqs[torch.randint(0, len(seqs), (batch,), generator=gen)])
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, split: str = "test") -> float:
+        """Exact-match accuracy of the answer (teacher-forced = greedy when all digits are
+        right), or with ``metric="token"`` the accuracy per answer token."""
+        was = model.training
+        model.eval()
+        x, y, mask = self._batch(self.data[split])
+        hit = model(x).argmax(-1) == y
+        if self.metric == "exact":
+            score = (hit | ~mask).all(-1).float().mean()
+        else:
+            score = hit[mask].float().mean()
+        model.train(was)
+        return float(score)
+
+
 @dataclass
-class AdditionTask:
+class AdditionTask(_AnswerTask):
     """``a+b=s`` with 3-digit operands (most-significant first) and the sum written
     least-significant first; loss on the answer digits only. Splits are disjoint pairs."""
 
@@ -34,6 +84,7 @@ class AdditionTask:
     n_test: int = 2_000
     arch_fraction: float = 0.2
     seed: int = 0
+    metric: str = "exact"
 
     PLUS, EQUALS = 10, 11
     vocab_size: int = 12
@@ -41,22 +92,14 @@ class AdditionTask:
     def __post_init__(self) -> None:
         if self.n_digits < 1 or self.n_train < 10 or self.n_test < 1:
             raise ValueError("need n_digits >= 1, n_train >= 10, n_test >= 1")
-        if not 0 < self.arch_fraction < 1:
-            raise ValueError("arch_fraction must be in (0, 1)")
+        self._check()
         space = 10 ** (2 * self.n_digits)
         if self.n_train + self.n_test > space:
             raise ValueError("more examples requested than distinct pairs exist")
         rng = np.random.default_rng(self.seed)
         pairs = rng.choice(space, self.n_train + self.n_test, replace=False)
         a, b = pairs // 10**self.n_digits, pairs % 10**self.n_digits
-        seqs = self._encode(a, b)
-        n_arch = int(round(self.arch_fraction * self.n_train))
-        n_wts = self.n_train - n_arch
-        self.data = {
-            "wts": seqs[:n_wts],
-            "arch": seqs[n_wts : self.n_train],
-            "test": seqs[self.n_train :],
-        }
+        self._split(self._encode(a, b), self.n_train)
 
     @property
     def context(self) -> int:
@@ -80,28 +123,45 @@ class AdditionTask:
         ]
         return torch.from_numpy(np.concatenate(cols, axis=1).astype(np.int64))
 
-    def _batch(self, seqs: torch.Tensor):
-        x, y = seqs[:, :-1], seqs[:, 1:]
-        mask = torch.zeros_like(y, dtype=torch.bool)
-        mask[:, -self.answer_len :] = True
-        return x, y, mask
 
-    def sample(self, split: str, batch: int, gen: torch.Generator):
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}")
-        seqs = self.data[split]
-        return self._batch(seqs[torch.randint(0, len(seqs), (batch,), generator=gen)])
+@dataclass
+class CopyTask(_AnswerTask):
+    """COPY: ``length`` random symbols, a separator, then the same symbols again; loss on the
+    copy only. Splits hold distinct sequences."""
 
-    @torch.no_grad()
-    def evaluate(self, model: nn.Module, split: str = "test") -> float:
-        """Exact-match accuracy of the greedy (teacher-forced = exact here) answer digits."""
-        was = model.training
-        model.eval()
-        x, y, mask = self._batch(self.data[split])
-        pred = model(x).argmax(-1)
-        exact = ((pred == y) | ~mask).all(-1).float().mean()
-        model.train(was)
-        return float(exact)
+    length: int = 6
+    n_symbols: int = 10
+    n_train: int = 20_000
+    n_test: int = 2_000
+    arch_fraction: float = 0.2
+    seed: int = 0
+    metric: str = "exact"
+
+    def __post_init__(self) -> None:
+        if self.length < 1 or self.n_symbols < 2 or self.n_train < 10 or self.n_test < 1:
+            raise ValueError("need length >= 1, n_symbols >= 2, n_train >= 10, n_test >= 1")
+        self._check()
+        space = self.n_symbols**self.length
+        if self.n_train + self.n_test > space:
+            raise ValueError("more examples requested than distinct sequences exist")
+        rng = np.random.default_rng(self.seed)
+        codes = rng.choice(space, self.n_train + self.n_test, replace=False)
+        sym = (codes[:, None] // self.n_symbols ** np.arange(self.length)[None, :]) % self.n_symbols
+        sep = np.full((len(codes), 1), self.n_symbols)
+        seqs = np.concatenate([sym, sep, sym], axis=1).astype(np.int64)
+        self._split(torch.from_numpy(seqs), self.n_train)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.n_symbols + 1
+
+    @property
+    def context(self) -> int:
+        return 2 * self.length
+
+    @property
+    def answer_len(self) -> int:
+        return self.length
 
 
 @dataclass
@@ -133,19 +193,36 @@ class TextTask:
         return acc
 
 
-def prose_task(context: int = 64, n_eval_windows: int = 64) -> TextTask:
-    """The stdlib prose corpus, character level: train -> wts, val -> arch, test -> test."""
+_CHARS = ["\n"] + [chr(c) for c in range(32, 127)]
+
+
+def _encode_chars(text: str) -> torch.Tensor:
+    """Printable ASCII and newline -> ids 0..95; any other character -> the id of ``?``."""
+    table = np.full(128, _CHARS.index("?"), dtype=np.int64)
+    for i, ch in enumerate(_CHARS):
+        table[ord(ch)] = i
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    codes = np.where(codes < 128, codes, ord("?"))
+    return torch.from_numpy(table[codes])
+
+
+def text_task(
+    kind: str = "prose", context: int = 64, n_eval_windows: int = 64, max_files: int | None = None
+) -> TextTask:
+    """A stdlib corpus (``"prose"``: the reference manual; ``"code"``: Python sources) at
+    character level: train -> wts, val -> arch, test -> test. ``max_files`` caps the files
+    read per split (the code corpus is about 10 M characters)."""
     from iclr26.data import stdlib_corpus
 
-    chars = ["\n"] + [chr(c) for c in range(32, 127)]
-    index = {ch: i for i, ch in enumerate(chars)}
-    unknown = index["?"]
-
-    def encode(text: str) -> torch.Tensor:
-        return torch.tensor([index.get(ch, unknown) for ch in text], dtype=torch.long)
-
+    if kind not in ("prose", "code"):
+        raise ValueError(f"kind must be 'prose' or 'code', got {kind!r}")
     streams = {
-        name: encode("\n\n".join(stdlib_corpus(split, kinds=("prose",))))
+        name: _encode_chars("\n\n".join(stdlib_corpus(split, kinds=(kind,), max_files=max_files)))
         for name, split in (("wts", "train"), ("arch", "val"), ("test", "test"))
     }
-    return TextTask(streams, len(chars), context, n_eval_windows)
+    return TextTask(streams, len(_CHARS), context, n_eval_windows)
+
+
+def prose_task(context: int = 64, n_eval_windows: int = 64) -> TextTask:
+    """The stdlib prose corpus, character level: train -> wts, val -> arch, test -> test."""
+    return text_task("prose", context, n_eval_windows)

@@ -52,7 +52,7 @@ def _save(fig, ctx: Context, name: str):
 )
 def energy_descent(ctx: Context) -> Result:
     train, val, vocab = _prose()
-    steps = ctx.pick(smoke=3, quick=150, full=2000)
+    steps = ctx.pick(smoke=3, quick=100, full=2000)
     width = ctx.pick(smoke=16, quick=48, full=64)
     n_seq = ctx.pick(smoke=4, quick=128, full=256)
     context = 64
@@ -133,7 +133,7 @@ def _listops_models(target: int, steps: int, context: int) -> dict:
 def listops_parity(ctx: Context) -> Result:
     n_train = ctx.pick(smoke=128, quick=20000, full=100000)
     n_test = ctx.pick(smoke=64, quick=2000, full=5000)
-    steps = ctx.pick(smoke=3, quick=300, full=3000)
+    steps = ctx.pick(smoke=3, quick=220, full=3000)
     seeds = ctx.pick(smoke=(0,), quick=(0,), full=(0, 1, 2))
     depth = ctx.pick(smoke=2, quick=2, full=3)
     examples = listops.generate(n_train + n_test, max_depth=depth, seed=ctx.seed)
@@ -207,7 +207,7 @@ def listops_parity(ctx: Context) -> Result:
 def prose_overfitting(ctx: Context) -> Result:
     n_train = ctx.pick(smoke=20_000, quick=20_000, full=100_000)
     train, val, vocab = _prose(n_train, 20_000)
-    steps = ctx.pick(smoke=3, quick=400, full=5000)
+    steps = ctx.pick(smoke=3, quick=250, full=5000)
     seeds = ctx.pick(smoke=(0,), quick=(0,), full=(0, 1))
     target = ctx.pick(smoke=20_000, quick=50_000, full=200_000)
     batch = ctx.pick(smoke=8, quick=16, full=32)
