@@ -11,7 +11,8 @@ from iclr26.data import corpus_fingerprint, stdlib_texts
 from iclr26.models import tinylm
 from iclr26.models.tinylm.train import _encode_pairs
 
-SMALL = dict(steps=30, seq_len=64, batch=4, threads=1)  # cheap variant of the test size
+FILES = 40  # tokenizer and training stream from the first train files only: seconds, not minutes
+SMALL = dict(steps=30, seq_len=64, batch=4, threads=1, max_files=FILES)  # cheap test size
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +45,7 @@ def test_corpus_split_deterministic_and_disjoint():
 
 
 def test_tokenizer_round_trip_digits_offsets():
-    tok = tinylm.get_tokenizer()
+    tok = tinylm.get_tokenizer(max_files=FILES)
     assert len(tok) == tinylm.VOCAB_SIZE
     for special in tinylm.SPECIAL_TOKENS:
         assert len(tok.encode(special, add_special_tokens=False)) == 1
@@ -58,7 +59,9 @@ def test_tokenizer_round_trip_digits_offsets():
     enc = tok("total = price * 42  # eur", return_offsets_mapping=True, add_special_tokens=False)
     source = "total = price * 42  # eur"
     assert "".join(source[a:b] for a, b in enc["offset_mapping"]) == source
-    assert tinylm.get_tokenizer() is tok  # loaded once from the cache
+    assert tinylm.get_tokenizer(max_files=FILES) is tok  # loaded once from the cache
+    with pytest.raises(ValueError):
+        tinylm.get_tokenizer(max_files=0)
 
 
 def test_configs_match_table():
@@ -93,9 +96,11 @@ def test_pretraining_loss_goes_down_and_cache_round_trip(trained):
 
 
 def test_warmup_returns_cached_folder():
-    path = tinylm.warmup("test", steps=2, seq_len=16, batch=2, threads=1)
+    path = tinylm.warmup("test", steps=2, seq_len=16, batch=2, threads=1, max_files=FILES)
     assert (path / "meta.json").exists() and (path / "config.json").exists()
-    assert path == tinylm.pretrain_dir("test", steps=2, seq_len=16, batch=2)
+    assert path == tinylm.pretrain_dir("test", steps=2, seq_len=16, batch=2, max_files=FILES)
+    # a model trained on fewer files never shares a cache folder with the whole-split one
+    assert path != tinylm.pretrain_dir("test", steps=2, seq_len=16, batch=2)
 
 
 def test_load_causal_lm_routes_paths_to_from_pretrained(trained, tmp_path):

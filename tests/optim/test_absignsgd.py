@@ -191,12 +191,12 @@ def test_ray_backend_matches_local():
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     factory = lambda: Stack(seed=5)
     batches = [
-        [(_ids(10 * k + j)[:, :-1], _ids(10 * k + j)[:, 1:]) for j in range(2)] for k in range(3)
+        [(_ids(10 * k + j)[:, :-1], _ids(10 * k + j)[:, 1:]) for j in range(2)] for k in range(2)
     ]
     local = ABSignSGDMV(factory, n_agents=2, lr=0.01, seed=1, loss_fn=_mv_loss)
     for b in batches:
         local.step(b)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         remote = ABSignSGDMV(
             factory, n_agents=2, lr=0.01, seed=1, loss_fn=_mv_loss, backend="ray", threads=1

@@ -99,25 +99,26 @@ def _mixture_rows(tok, mixture: Mixture, n: int, seq_len: int, rng: np.random.Ge
     return rows
 
 
-def _pretrain_key(config, steps, seq_len, batch, lr, seed, mixture) -> str:
+def _pretrain_key(config, steps, seq_len, batch, lr, seed, mixture, max_files=None) -> str:
     mix = [
         (getattr(g, "__module__", ""), getattr(g, "__qualname__", repr(g)), w)
         for g, w in mixture or []
     ]
-    return stable_hash(
-        {
-            "config": config_signature(config),
-            "steps": steps,
-            "seq_len": seq_len,
-            "batch": batch,
-            "lr": lr,
-            "seed": seed,
-            "mixture": mix,
-            "corpus": corpus_fingerprint(),
-            "data": "stdlib-code-train",
-            **version_tag(),
-        }
-    )
+    payload = {
+        "config": config_signature(config),
+        "steps": steps,
+        "seq_len": seq_len,
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+        "mixture": mix,
+        "corpus": corpus_fingerprint(),
+        "data": "stdlib-code-train",
+        **version_tag(),
+    }
+    if max_files is not None:  # only then, so keys of whole-split runs stay stable
+        payload["max_files"] = max_files
+    return stable_hash(payload)
 
 
 def pretrain_dir(
@@ -129,11 +130,12 @@ def pretrain_dir(
     seed: int = 0,
     mixture: Mixture | None = None,
     config=None,
+    max_files: int | None = None,
 ) -> Path:
     """The cache folder a pretraining run with these settings is stored in."""
     config = config if config is not None else tiny_llama_config(check_size(size))
     steps = PRETRAIN_STEPS[check_size(size)] if steps is None else steps
-    key = _pretrain_key(config, steps, seq_len, batch, lr, seed, mixture)
+    key = _pretrain_key(config, steps, seq_len, batch, lr, seed, mixture, max_files)
     return tinylm_dir() / f"tinylm-{size}-{key}"
 
 
@@ -159,6 +161,7 @@ def pretrain_tiny_lm(
     cache: bool = True,
     threads: int | None = None,
     progress: Callable[[int, float], None] | None = None,
+    max_files: int | None = None,
 ):
     """Train (or load from the cache) the tiny Llama of ``size``; returns ``(model, tokenizer)``.
 
@@ -166,7 +169,9 @@ def pretrain_tiny_lm(
     num_hidden_layers=6)``); the size name then only labels the cache folder and picks the
     default step count. ``mixture=[(generator, weight), ...]`` replaces a ``weight`` fraction
     of the rows of each batch by text from ``generator(rng) -> str``. ``progress(step, loss)``
-    is called after every step. The returned model is in eval mode and carries
+    is called after every step. ``max_files`` limits the tokenizer's and the training stream's
+    files to the first ones of the train split (cheap smoke/test models; ``None``: the whole
+    split, the default of every size). The returned model is in eval mode and carries
     ``model.tinylm_meta`` (key, steps, tokens, seconds, loss curve).
     """
     check_size(size)
@@ -176,8 +181,8 @@ def pretrain_tiny_lm(
     config = config if config is not None else tiny_llama_config(size)
     if seq_len > config.max_position_embeddings:
         raise ValueError(f"seq_len {seq_len} exceeds max_position_embeddings")
-    tok = get_tokenizer(config.vocab_size)
-    folder = pretrain_dir(size, steps, seq_len, batch, lr, seed, mixture, config)
+    tok = get_tokenizer(config.vocab_size, max_files=max_files)
+    folder = pretrain_dir(size, steps, seq_len, batch, lr, seed, mixture, config, max_files)
     if cache and (folder / "meta.json").exists():
         return _load_saved(folder), tok
 
@@ -188,7 +193,7 @@ def pretrain_tiny_lm(
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
         model.train()
-        stream = token_stream(tok, "train", ("code",))
+        stream = token_stream(tok, "train", ("code",), max_files=max_files)
         rng = np.random.default_rng(seed)
         opt = adamw_for(model, lr)
         sched = cosine_with_warmup(opt, steps)
@@ -217,6 +222,7 @@ def pretrain_tiny_lm(
         "batch": batch,
         "lr": lr,
         "seed": seed,
+        "max_files": max_files,
         "tokens": steps * batch * seq_len,
         "seconds": round(seconds, 2),
         "threads": torch.get_num_threads() if threads is None else threads,

@@ -29,7 +29,7 @@ def base_model(ctx: Context):
 
     if ctx.scale.value == "smoke":
         cfg = tiny_llama_config("test", num_hidden_layers=6)
-        return pretrain_tiny_lm("test", steps=2, seq_len=32, batch=2, config=cfg)
+        return pretrain_tiny_lm("test", steps=2, seq_len=32, batch=2, config=cfg, max_files=40)
     cfg = tiny_llama_config("quick", num_hidden_layers=6)
     return pretrain_tiny_lm("quick", steps=150, seq_len=SEQ_LEN, batch=16, config=cfg)
 
@@ -121,7 +121,7 @@ def _save(fig, ctx, name):
 def runtime_per_step(ctx: Context) -> Result:
     base, tok = base_model(ctx)
     data = docstring_streams(tok, ctx)
-    steps = ctx.pick(smoke=8, quick=40)
+    steps = ctx.pick(smoke=8, quick=25)
     train = batches(
         data["train"],
         steps,
@@ -253,7 +253,7 @@ def optimizer_memory(ctx: Context) -> Result:
 def equal_wallclock(ctx: Context) -> Result:
     base, tok = base_model(ctx)
     data = docstring_streams(tok, ctx)
-    budget = ctx.pick(smoke=1.0, quick=8.0)
+    budget = ctx.pick(smoke=0.2, quick=5.0)
     bsz, seq = ctx.pick(smoke=2, quick=16), ctx.pick(smoke=32, quick=SEQ_LEN)
     val = batches(data["val"], ctx.pick(smoke=2, quick=10), bsz, 10_000 + ctx.seed, seq)
     train = batches(data["train"], 400, bsz, ctx.seed, seq)
@@ -333,7 +333,7 @@ def equal_wallclock(ctx: Context) -> Result:
 def majority_vote_claim(ctx: Context) -> Result:
     base, tok = base_model(ctx)
     data = docstring_streams(tok, ctx)
-    steps = ctx.pick(smoke=3, quick=40)
+    steps = ctx.pick(smoke=3, quick=25)
     per_agent, agents = ctx.pick(smoke=1, quick=8), 4
     seq = ctx.pick(smoke=32, quick=SEQ_LEN)
     val = batches(data["val"], ctx.pick(smoke=2, quick=10), 16, 10_000 + ctx.seed, seq)

@@ -48,13 +48,14 @@ def _mlp(seed: int) -> nn.Module:
     )
 
 
-def _pretrained_mlp(data, seed: int) -> dict:
-    """AdamW on classes 0-4 only (full batch, 300 steps): the 'pretrained' starting point."""
+def _pretrained_mlp(data, seed: int, steps: int = 300) -> dict:
+    """AdamW on classes 0-4 only (full batch, ``steps`` steps, 300 beyond smoke scale): the
+    'pretrained' starting point."""
     xtr, ytr = data[0], data[1]
     keep = ytr < 5
     model = _mlp(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(300):
+    for _ in range(steps):
         loss = nn.functional.cross_entropy(model(xtr[keep]), ytr[keep])
         opt.zero_grad()
         loss.backward()
@@ -145,7 +146,7 @@ def _mean_passes(runs: list[dict]) -> float:
     "over seeds) and FZOO test accuracy >= MeZO's - 0.5 points",
 )
 def passes_to_target(ctx: Context) -> Result:
-    budget = ctx.pick(smoke=180, quick=12_000)
+    budget = ctx.pick(smoke=180, quick=8_000)
     seeds = [ctx.seed + i for i in range(ctx.pick(smoke=1, quick=2))]
     grids = {
         "fzoo": ctx.pick(smoke=[1e-2], quick=[3e-3, 1e-2, 2e-2]),
@@ -157,7 +158,7 @@ def passes_to_target(ctx: Context) -> Result:
     done = 0
     for seed in seeds:
         data = _digits(seed)
-        state = _pretrained_mlp(data, seed)
+        state = _pretrained_mlp(data, seed, ctx.pick(smoke=30, quick=300))
         for method, grid in grids.items():
             for lr in grid:
                 runs[method].setdefault(lr, []).append(
@@ -442,7 +443,7 @@ def minilm_peft(ctx: Context) -> Result:
 )
 def normalized_sgd(ctx: Context) -> Result:
     data = _digits(ctx.seed)
-    state = _pretrained_mlp(data, ctx.seed)
+    state = _pretrained_mlp(data, ctx.seed, ctx.pick(smoke=30, quick=300))
     xtr, ytr = data[0], data[1]
     ns = ctx.pick(smoke=[2, 8], quick=[2, 4, 8, 16])
     if ctx.scale.value == "smoke":

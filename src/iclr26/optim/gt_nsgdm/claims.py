@@ -263,7 +263,7 @@ def _byte_shards(n: int, max_files: int | None):
 def decentralized_lm(ctx: Context) -> Result:
     from iclr26.optim.gt_nsgdm.trainer import DecentralizedTrainer
 
-    steps = ctx.pick(smoke=3, quick=150)
+    steps = ctx.pick(smoke=3, quick=120)
     batch = ctx.pick(smoke=2, quick=8)
     shards, val_ids = _byte_shards(8, ctx.pick(smoke=16, quick=None))
     rng = np.random.default_rng(10_000 + ctx.seed)
