@@ -1,0 +1,180 @@
+"""Lorentz-model primitives for curvature ``K = -c^2 < 0``.
+
+Points are ``x = (x_t, x_s)`` with ``-x_t^2 + |x_s|^2 = 1/K`` and ``x_t > 0``, time coordinate
+first (the last tensor dimension holds ``1 + n`` numbers). Internally every formula is evaluated
+on the unit hyperboloid (``x~ = c x``) and scaled back, which keeps the algebra of ``K = -1``.
+Norms are clamped away from zero so gradients stay finite at the origin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+EPS = {torch.float32: 1e-7, torch.float64: 1e-15}
+
+
+def _eps(x: torch.Tensor) -> float:
+    return EPS.get(x.dtype, 1e-7)
+
+
+def curvature_scale(curvature: float) -> float:
+    """``c = sqrt(-K)``; raises for a non-negative curvature."""
+    if not curvature < 0:
+        raise ValueError(f"the curvature K must be negative, got {curvature}")
+    return math.sqrt(-curvature)
+
+
+def inner(x: torch.Tensor, y: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
+    """Minkowski product ``-x_t y_t + x_s . y_s``."""
+    out = -x[..., :1] * y[..., :1] + (x[..., 1:] * y[..., 1:]).sum(-1, keepdim=True)
+    return out if keepdim else out.squeeze(-1)
+
+
+def _norm(v: torch.Tensor) -> torch.Tensor:
+    return v.pow(2).sum(-1, keepdim=True).clamp_min(_eps(v)).sqrt()
+
+
+def origin(n: int, c: float = 1.0, **like) -> torch.Tensor:
+    o = torch.zeros(n + 1, **like)
+    o[0] = 1.0 / c
+    return o
+
+
+def lift(x_s: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """The hyperboloid point with spatial part ``x_s``: ``x_t = sqrt(|x_s|^2 + 1/c^2)``."""
+    time = (x_s.pow(2).sum(-1, keepdim=True) + 1.0 / c**2).sqrt()
+    return torch.cat([time, x_s], dim=-1)
+
+
+def constraint_error(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """``|<x, x>_L - 1/K|`` for every point (0 on the hyperboloid)."""
+    return (inner(x, x) + 1.0 / c**2).abs()
+
+
+def check_on_manifold(x: torch.Tensor, c: float = 1.0, name: str = "input") -> None:
+    """Raise ``ValueError`` unless every point of ``x`` lies on the upper sheet."""
+    if not torch.is_floating_point(x):
+        raise TypeError(f"{name} must be a floating tensor, got {x.dtype}")
+    tol = 1e-3 if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else 1e-8
+    scale = 1.0 + x[..., 0].abs() ** 2 * c**2
+    rel = constraint_error(x, c) * c**2 / scale
+    if (x[..., 0] <= 0).any() or (rel > tol).any() or not torch.isfinite(x).all():
+        raise ValueError(
+            f"{name} is not on the Lorentz hyperboloid (-x_t^2 + |x_s|^2 = 1/K, x_t > 0)"
+        )
+
+
+def expmap0(v_s: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Exponential map at the origin of the tangent vector ``(0, v_s)``."""
+    n = _norm(v_s)
+    return torch.cat([torch.cosh(c * n) / c, torch.sinh(c * n) * v_s / (c * n)], dim=-1)
+
+
+def logmap0(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Spatial part of the logarithm at the origin (the time part is 0)."""
+    x_s = x[..., 1:]
+    n = _norm(x_s)
+    return torch.asinh(c * n) / (c * n) * x_s
+
+
+def dist0(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Geodesic distance to the origin."""
+    return torch.asinh(c * x[..., 1:].pow(2).sum(-1).clamp_min(_eps(x)).sqrt()) / c
+
+
+def dist(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Geodesic distance ``arccosh(K <x, y>_L) / c``."""
+    arg = (-(c**2) * inner(x, y)).clamp_min(1.0 + _eps(x))
+    return torch.acosh(arg) / c
+
+
+def expmap(x: torch.Tensor, v: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Exponential map at ``x`` of a tangent vector ``v`` (ambient coordinates)."""
+    xu, vu = x * c, v * c
+    n = inner(vu, vu, keepdim=True).clamp_min(_eps(x)).sqrt()
+    return (torch.cosh(n) * xu + torch.sinh(n) * vu / n) / c
+
+
+def logmap(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Logarithm at ``x`` of ``y`` (ambient tangent vector at ``x``)."""
+    xu, yu = x * c, y * c
+    alpha = (-inner(xu, yu, keepdim=True)).clamp_min(1.0 + _eps(x))
+    direction = yu - alpha * xu
+    n = inner(direction, direction, keepdim=True).clamp_min(_eps(x)).sqrt()
+    return torch.acosh(alpha) * direction / n / c
+
+
+def transp(x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Parallel transport of ``v`` from ``T_x`` to ``T_y``."""
+    xu, yu, vu = x * c, y * c, v * c
+    coef = inner(yu, vu, keepdim=True) / (1.0 - inner(xu, yu, keepdim=True))
+    return (vu + coef * (xu + yu)) / c
+
+
+def transp0(x: torch.Tensor, u_s: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Parallel transport of the origin's tangent vector ``(0, u_s)`` to ``T_x``."""
+    xu = x * c
+    coef = (xu[..., 1:] * u_s * c).sum(-1, keepdim=True) / (1.0 + xu[..., :1])
+    o = torch.zeros_like(xu)
+    o[..., 0] = 1.0
+    u = torch.cat([torch.zeros_like(u_s[..., :1]), u_s * c], dim=-1)
+    return (u + coef * (o + xu)) / c
+
+
+def gyro_add(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Gyro-addition ``x (+) y = exp_x(PT_{o->x}(log_o y))``; ``o`` is the neutral element.
+
+    Closed form (unit hyperboloid): parallel transport keeps the length ``r = d(o, y)``, and
+    ``cosh r = y_t``, ``sinh(r) log_o(y) / r = y_s``, so the exponential map collapses to
+    ``y_t x + PT_{o->x}(0, y_s)`` — no transcendental functions.
+    """
+    xu, yu = x * c, y * c
+    x_t, x_s, y_t, y_s = xu[..., :1], xu[..., 1:], yu[..., :1], yu[..., 1:]
+    k = (x_s * y_s).sum(-1, keepdim=True) / (1.0 + x_t)
+    spatial = y_t * x_s + y_s + k * x_s
+    return lift(spatial / c, c)
+
+
+def gyro_neg(x: torch.Tensor) -> torch.Tensor:
+    """Gyro-inverse ``(x_t, -x_s)``."""
+    return torch.cat([x[..., :1], -x[..., 1:]], dim=-1)
+
+
+def gyro_scale(t: torch.Tensor | float, x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    """Gyro scalar multiplication ``t (x) x = exp_o(t log_o x)``."""
+    return expmap0(t * logmap0(x, c), c)
+
+
+def lorentz_centroid(
+    x: torch.Tensor, weights: torch.Tensor | None = None, dim: int = 0, c: float = 1.0
+) -> torch.Tensor:
+    """Closed-form Lorentzian centroid: ``m = sum_i w_i x_i``, ``mu = m / (c sqrt(-<m, m>_L))``."""
+    if weights is None:
+        m = x.mean(dim)
+    else:
+        shape = [1] * x.dim()
+        shape[dim] = -1
+        m = (x * weights.reshape(shape)).sum(dim) / weights.sum()
+    norm = (-inner(m, m, keepdim=True)).clamp_min(_eps(x)).sqrt()
+    return m / (c * norm)
+
+
+def log_radius_scale(block_dim: int, blocks: int) -> float:
+    """``s_N = exp((psi(n/2) - psi(N n/2)) / 2)``: keeps ``E log |y_s|`` of a concatenation of
+    ``N`` isotropic Gaussian blocks of dimension ``n`` equal to that of one block."""
+    n = torch.tensor(float(block_dim), dtype=torch.float64)
+    return float(
+        torch.exp((torch.special.digamma(n / 2) - torch.special.digamma(blocks * n / 2)) / 2)
+    )
+
+
+def lorentz_concat(points: torch.Tensor, c: float = 1.0, scaled: bool = True) -> torch.Tensor:
+    """Concatenate ``N`` points ``(..., N, 1+n)`` into one ``(..., 1 + N n)`` point: the spatial
+    parts are joined and multiplied by :func:`log_radius_scale` (``scaled=False``: by 1)."""
+    blocks, n = points.shape[-2], points.shape[-1] - 1
+    spatial = points[..., 1:].reshape(*points.shape[:-2], blocks * n)
+    if scaled and blocks > 1:
+        spatial = spatial * log_radius_scale(n, blocks)
+    return lift(spatial, c)

@@ -1,0 +1,93 @@
+"""Multi-head poly-attention layer and a pre-norm transformer block around it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .functional import BACKENDS, poly_attention, resolve_scale
+from .polynomial import parse_polynomial
+
+
+class PolyAttention(nn.Module):
+    """Multi-head poly-attention: per-slot projections, the polynomial's score, output projection.
+
+    Slot 1 (the query slot) has a projection ``W^(1)`` only; every slot ``j >= 2`` has a
+    projection ``W^(j)`` and a value projection ``U^(j)``. Values of different slots are combined
+    by element-wise product. ``backend="auto"`` picks the quadratic ``tree`` algorithm for tree
+    polynomials, ``strassen`` for the triangle and ``brute`` otherwise.
+
+    Value biases of a head with several value slots start at 1 (ours), so at initialisation the
+    product of values is close to a sum of small terms rather than a product of small numbers.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        polynomial: str = "self",
+        heads: int = 1,
+        head_dim: int | None = None,
+        scale: str | float = "1/d",
+        causal: bool = False,
+        backend: str = "auto",
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if dim <= 0 or heads <= 0:
+            raise ValueError("dim and heads must be positive")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.poly = parse_polynomial(polynomial)
+        self.dim, self.heads = dim, heads
+        self.head_dim = head_dim or dim // heads
+        if self.head_dim <= 0:
+            raise ValueError("head_dim must be positive")
+        self.scale = resolve_scale(scale, self.head_dim)
+        self.causal, self.backend = causal, backend
+        inner = heads * self.head_dim
+        t = self.poly.num_slots
+        self.query_proj = nn.ModuleList(nn.Linear(dim, inner, bias=bias) for _ in range(t))
+        self.value_proj = nn.ModuleList(nn.Linear(dim, inner, bias=bias) for _ in range(t - 1))
+        if bias and t > 2:
+            for layer in self.value_proj:
+                nn.init.ones_(layer.bias)
+        self.out = nn.Linear(inner, dim)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        batch, n, _ = x.shape
+        return x.reshape(batch, n, self.heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[-1] != self.dim:
+            raise ValueError(f"expected input (batch, n, {self.dim}), got {tuple(x.shape)}")
+        q = [self._split(p(x)) for p in self.query_proj]
+        v = [None] + [self._split(p(x)) for p in self.value_proj]
+        att = poly_attention(q, v, self.poly, self.scale, self.causal, self.backend)
+        batch, _, n, _ = att.shape
+        return self.out(att.transpose(1, 2).reshape(batch, n, -1))
+
+
+class PolyTransformerBlock(nn.Module):
+    """Pre-norm residual block: ``x + Att(LN(x))`` then ``x + MLP(LN(x))``."""
+
+    def __init__(
+        self,
+        dim: int,
+        polynomial: str = "self",
+        heads: int = 1,
+        head_dim: int | None = None,
+        mlp_ratio: float = 4.0,
+        scale: str | float = "1/d",
+        causal: bool = False,
+        backend: str = "auto",
+    ) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = PolyAttention(dim, polynomial, heads, head_dim, scale, causal, backend)
+        self.norm2 = nn.LayerNorm(dim)
+        hidden = int(dim * mlp_ratio)
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
