@@ -45,6 +45,27 @@ def _plot_splines(ax, theta: Nonlinearities) -> None:
     ax.legend(fontsize=7)
 
 
+def _learned_vs_baseline(make, theta, task, seeds, steps, batch, base_seed):
+    """Stage II with the learned functions frozen and with GeLU/softmax, on the same seeds:
+    final metric and training throughput of each, per seed."""
+    acc = {"learned": [], "baseline": []}
+    tps = {"learned": [], "baseline": []}
+    for s in seeds:
+        for name, th in (("learned", theta), ("baseline", None)):
+            _, hist = train_with_frozen(
+                make,
+                th,
+                task,
+                steps=steps,
+                batch=batch,
+                seed=1000 * base_seed + s,
+                eval_every=steps,
+            )
+            acc[name].append(hist.metric[-1])
+            tps[name].append(hist.tokens_per_s)
+    return acc, tps
+
+
 @claim(
     paper=SLUG,
     name="addition-speed",
@@ -163,21 +184,7 @@ def prose_gain(ctx: Context) -> Result:
     theta, _ = discover_nonlinearities(
         make, theta, task, n_models=4, steps=stage1, batch=batch, seed=ctx.seed
     )
-    acc = {"learned": [], "baseline": []}
-    tps = {"learned": [], "baseline": []}
-    for s in seeds:
-        for name, th in (("learned", theta), ("baseline", None)):
-            _, hist = train_with_frozen(
-                make,
-                th,
-                task,
-                steps=stage2,
-                batch=batch,
-                seed=1000 * ctx.seed + s,
-                eval_every=stage2,
-            )
-            acc[name].append(hist.metric[-1])
-            tps[name].append(hist.tokens_per_s)
+    acc, tps = _learned_vs_baseline(make, theta, task, seeds, stage2, batch, ctx.seed)
     gain_pp = 100 * (np.mean(acc["learned"]) - np.mean(acc["baseline"]))
     wins = int(sum(a > b for a, b in zip(acc["learned"], acc["baseline"])))
     need_wins = 2 if len(seeds) >= 3 else len(seeds)
@@ -335,21 +342,7 @@ def prose_to_code(ctx: Context) -> Result:
     theta, _ = discover_nonlinearities(
         make, theta, prose, n_models=4, steps=stage1, batch=batch, seed=ctx.seed
     )
-    acc = {"learned": [], "baseline": []}
-    tps = {"learned": [], "baseline": []}
-    for s in seeds:
-        for name, th in (("learned", theta), ("baseline", None)):
-            _, hist = train_with_frozen(
-                make,
-                th,
-                code,
-                steps=stage2,
-                batch=batch,
-                seed=1000 * ctx.seed + s,
-                eval_every=stage2,
-            )
-            acc[name].append(hist.metric[-1])
-            tps[name].append(hist.tokens_per_s)
+    acc, tps = _learned_vs_baseline(make, theta, code, seeds, stage2, batch, ctx.seed)
     gain_pp = 100 * (np.mean(acc["learned"]) - np.mean(acc["baseline"]))
     wins = int(sum(a > b for a, b in zip(acc["learned"], acc["baseline"])))
 
