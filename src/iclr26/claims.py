@@ -94,6 +94,16 @@ class Context:
         """Where a claim saves a figure; the Result stores the path relative to ``out_dir``."""
         return self.figures_dir / f"{paper}-{name}.png"
 
+    def save_figure(self, fig, paper: str, name: str, dpi: int = 110) -> Path:
+        """Lay out, save and close a matplotlib figure at ``figure_path``; returns the path."""
+        import matplotlib.pyplot as plt
+
+        path = self.figure_path(paper, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        return path
+
     def report(self, fraction: float, message: str = "") -> None:
         """Tell the runner how far the check has come (0..1)."""
         if self.progress is not None:

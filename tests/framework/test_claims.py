@@ -84,6 +84,21 @@ def test_figures_are_stored_relative_to_out_dir(tmp_path):
     assert record["figures"] == ["figures/_test_paper-fig.png"]
 
 
+def test_save_figure_writes_a_png_and_closes_the_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ctx = Context(scale="smoke", out_dir=tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = ctx.save_figure(fig, "_test_paper", "saved")
+    assert path == ctx.figure_path("_test_paper", "saved")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not plt.fignum_exists(fig.number)
+
+
 def test_unimplemented_paper_has_no_claims():
     assert claims_for("obscuro") == [] or all(c.paper == "obscuro" for c in claims_for("obscuro"))
     with pytest.raises(KeyError, match="did you mean"):

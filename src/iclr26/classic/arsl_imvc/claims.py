@@ -125,10 +125,7 @@ def beats_baselines(ctx: Context) -> Result:
     ax.set_ylabel("clustering ACC (multiview digits)")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "beats-imvc-baselines")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "beats-imvc-baselines")
     base_s = max(fit_s["concat_kmeans"] + fit_s["graph_fusion"], 1e-9)
     return Result.judge(
         metrics={
@@ -181,10 +178,7 @@ def missing_rate_robustness(ctx: Context) -> Result:
     ax.set_xlabel("missing rate")
     ax.set_ylabel("clustering ACC (multiview digits)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "missing-rate-robustness")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "missing-rate-robustness")
     baselines = ("concat_kmeans", "best_single_view", "graph_fusion")
     return Result.judge(
         metrics={

@@ -86,10 +86,7 @@ def disagreement_coefficient_claim(ctx: Context) -> Result:
     ax.set_xlabel("pool size n")
     ax.set_ylabel("disagreement coefficient theta")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "disagreement-coefficient")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "disagreement-coefficient")
     return Result.judge(
         metrics={
             "theta_grid": grid,
@@ -192,10 +189,7 @@ def polylog_label_complexity(ctx: Context) -> Result:
     ax.set_xlabel("pool size n")
     ax.set_ylabel("labels to reach err <= 2 OPT")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "polylog-label-complexity")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "polylog-label-complexity")
     success_ok = all(active[n]["success"] >= 0.85 for n in ns)
     return Result.judge(
         metrics={
@@ -283,10 +277,7 @@ def epsilon_dependence(ctx: Context) -> Result:
     ax.set_ylabel("distinct labels")
     ax.set_title(f"stumps, n={n}, label noise 0.1")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "epsilon-dependence")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "epsilon-dependence")
     return Result.judge(
         metrics={
             "median_labels": med,
@@ -383,10 +374,7 @@ def tree_label_complexity(ctx: Context) -> Result:
     ax.set_ylabel("labels to reach err <= 2 OPT")
     ax.set_title("depth-2 trees on 2-D grids, 3 flipped labels")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "tree-label-complexity")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "tree-label-complexity")
     return Result.judge(
         metrics={
             "active": active,

@@ -129,10 +129,7 @@ def meta_vs_baselines(ctx: Context) -> Result:
         ax.set_xlabel("week")
         ax.set_ylabel("cumulative gain")
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "meta-vs-ftpl-and-central-dp")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "meta-vs-ftpl-and-central-dp")
     return Result.judge(
         metrics={
             "meta_over_best_rival_mu1": ratios,
@@ -212,10 +209,7 @@ def adabatch_amplification(ctx: Context) -> Result:
     ax.set_ylabel("reports")
     ax.set_title(f"RW-AdaBatch, n={n}, T={T}, mu={mu}, alpha={alpha}")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "adabatch-amplification")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "adabatch-amplification")
     return Result.judge(
         metrics={"adabatch": out, "T": T, "seeds": seeds},
         baseline={"rw_ftpl_regret": {k: v["regret_ftpl_mean"] for k, v in out.items()}},
@@ -303,10 +297,7 @@ def regret_bounds(ctx: Context) -> Result:
     ax.set_ylabel("regret")
     ax.set_title(f"n={n}, T={T}, mu={mu}, Delta=sqrt(n)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "regret-bounds")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "regret-bounds")
     return Result.judge(
         metrics={"regret": out, "T": T, "seeds": seeds, "meta_seeds": meta_seeds},
         baseline={"bounds": {k: v["ftpl_bound"] for k, v in out.items()}},

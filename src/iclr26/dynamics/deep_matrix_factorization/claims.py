@@ -32,14 +32,6 @@ def _diagonal_problem(ctx: Context, n: int) -> tuple[np.ndarray, np.ndarray, np.
     return np.diag(m), np.eye(n, dtype=bool), m
 
 
-def _save(fig, ctx: Context, name: str):
-    path = ctx.figure_path(SLUG, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 @claim(
     paper=SLUG,
     name="depth-rank-one",
@@ -80,7 +72,7 @@ def depth_rank_one(ctx: Context) -> Result:
     ax.set_xlabel("depth L")
     ax.set_ylabel("sigma2 / sigma1 of the completion")
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "depth-rank-one")
+    path = ctx.save_figure(fig, SLUG, "depth-rank-one")
     return Result.judge(
         metrics={
             "median_sv_ratio": {str(d): v for d, v in med.items()},
@@ -158,7 +150,7 @@ def diagonal_init(ctx: Context) -> Result:
     ax.set_xlabel("depth L")
     ax.set_ylabel("sigma2 / sigma1")
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "diagonal-init-decouples")
+    path = ctx.save_figure(fig, SLUG, "diagonal-init-decouples")
     return Result.judge(
         metrics={
             "max_offdiag": {str(d): v for d, v in off.items()},
@@ -208,7 +200,7 @@ def coupling(ctx: Context) -> Result:
     ax.set_xticks(range(4), ["depth 2", "depth 3", "depth 4", "depth 3\ndiag init"])
     ax.set_yscale("log")
     ax.set_ylabel("coupling index (floor 1e-16)")
-    path = _save(fig, ctx, "coupling-index")
+    path = ctx.save_figure(fig, SLUG, "coupling-index")
     return Result.judge(
         metrics={k: {"max": float(np.max(v)), "min": float(np.min(v))} for k, v in values.items()},
         required={
@@ -274,7 +266,7 @@ def loss_of_plasticity(ctx: Context) -> Result:
     ax.set_xlabel("depth L")
     ax.set_ylabel("relative test error (unobserved entries)")
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "loss-of-plasticity")
+    path = ctx.save_figure(fig, SLUG, "loss-of-plasticity")
     d2, d3 = med[2], med[3]
     return Result.judge(
         metrics={

@@ -89,14 +89,6 @@ def _first_escape(depth: int, n: int | None, small: bool, steps: int, seed: int)
     return snap["profile"]["sv_ratio"], snap["step"]
 
 
-def _save(fig, ctx: Context, name: str):
-    path = ctx.figure_path(SLUG, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 @claim(
     paper=SLUG,
     name="circle-counterexample",
@@ -137,7 +129,7 @@ def circle(ctx: Context) -> Result:
     ax.set_ylabel("escape speed (best restart)")
     ax.set_ylim(0.2, 0.55)
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "circle-counterexample")
+    path = ctx.save_figure(fig, SLUG, "circle-counterexample")
     return Result.judge(
         metrics={
             "speed_rank_one": r1.speed,
@@ -185,7 +177,7 @@ def rank_one_deep(ctx: Context) -> Result:
     ax[1].semilogy(layers, 0.5 * layers.astype(float) ** -0.5, "k:", label="c l^{-1/2}")
     ax[1].set_xlabel("layer l")
     ax[1].legend(fontsize=7)
-    path = _save(fig, ctx, "rank-one-deep-layers")
+    path = ctx.save_figure(fig, SLUG, "rank-one-deep-layers")
     return Result.judge(
         metrics={
             "speed": best.speed,
@@ -247,7 +239,7 @@ def small_init_low_rank(ctx: Context) -> Result:
     ax.set_xlabel("layer")
     ax.set_ylabel("s1/s2 at first loss drop")
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "small-init-low-rank")
+    path = ctx.save_figure(fig, SLUG, "small-init-low-rank")
     return Result.judge(
         metrics={
             "small_init_deep_median": small_med,
@@ -300,7 +292,7 @@ def depth_strengthens(ctx: Context) -> Result:
     ax.set_ylabel("median deep-layer s1/s2 at first drop")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "depth-strengthens-bias")
+    path = ctx.save_figure(fig, SLUG, "depth-strengthens-bias")
     return Result.judge(
         metrics={
             "depths": depths,
@@ -340,7 +332,7 @@ def speed_vs_depth(ctx: Context) -> Result:
     ax.set_xlabel("depth L")
     ax.set_ylabel("escape speed")
     ax.legend(fontsize=8)
-    path = _save(fig, ctx, "speed-vs-depth")
+    path = ctx.save_figure(fig, SLUG, "speed-vs-depth")
     return Result.judge(
         metrics={"depths": depths, "best_speed": speeds, "restart_speeds": restart_speeds},
         required={"non-decreasing within 2%": ok},

@@ -165,10 +165,7 @@ def _figure(ctx: Context, res: dict, name: str):
     ax[2].legend(fontsize=6)
     for a in ax[1:]:
         a.set_xlabel("step")
-    path = ctx.figure_path(SLUG, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, name)
     return path
 
 

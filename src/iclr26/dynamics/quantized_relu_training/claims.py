@@ -95,10 +95,7 @@ def exactness(ctx: Context) -> Result:
     ax.set_xlabel("brute-force minimum error")
     ax.set_ylabel("signature-DP minimum error")
     ax.set_title(f"{agree}/{n_instances} instances agree")
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "exactness")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "exactness")
     required = {
         "DP = brute force on all instances": agree == n_instances,
         "all witnesses re-evaluate": witnesses_ok == n_instances,
@@ -153,10 +150,7 @@ def linear_in_n(ctx: Context) -> Result:
     ax.set_xlabel("n (data points)")
     ax.set_ylabel("seconds")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "linear-in-n")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "linear-in-n")
     return Result.judge(
         metrics={
             "n": sizes,
@@ -205,10 +199,7 @@ def alpha_in_exponent(ctx: Context) -> Result:
     ax.set_xlabel("input dimension alpha")
     ax.set_ylabel("seconds")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "alpha-in-exponent")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "alpha-in-exponent")
     return Result.judge(
         metrics={
             "alpha": alphas,
@@ -265,10 +256,7 @@ def depth_linear(ctx: Context) -> Result:
     ax.set_xlabel("hidden layers k (width 2)")
     ax.set_ylabel("seconds")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "depth-linear")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "depth-linear")
     return Result.judge(
         metrics={
             "depth": depths,

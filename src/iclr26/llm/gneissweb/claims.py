@@ -136,10 +136,7 @@ def substring_dedup(ctx: Context) -> Result:
     axes[1].set_xscale("log")
     axes[1].set_xlabel("shards")
     axes[1].set_ylabel("recall (ours)")
-    fig.tight_layout()
-    path = ctx.figure_path(PAPER, "substring-dedup")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, PAPER, "substring-dedup")
     return Result.judge(
         metrics={
             "recall": ours["recall"],
@@ -251,10 +248,7 @@ def ensemble_vs_single_filters(ctx: Context) -> Result:
         axes[1].annotate(n, (stats[n]["clean_token_retention"], stats[n]["perplexity"]), fontsize=7)
     axes[1].set_xlabel("clean-token retention")
     axes[1].set_ylabel("trigram LM perplexity (held-out prose)")
-    fig.tight_layout()
-    path = ctx.figure_path(PAPER, "ensemble-vs-single-filters")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, PAPER, "ensemble-vs-single-filters")
     retention_ratio = ens["clean_token_retention"] / max(agg["clean_token_retention"], 1e-12)
     return Result.judge(
         metrics={
@@ -360,10 +354,7 @@ def ray_equals_local(ctx: Context) -> Result:
         ["local (process pool)", "Ray Data"], [n_docs / timings["local"], n_docs / timings["ray"]]
     )
     ax.set_ylabel("documents / s (whole run, incl. start-up)")
-    fig.tight_layout()
-    path = ctx.figure_path(PAPER, "ray-equals-local")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, PAPER, "ray-equals-local")
     return Result.judge(
         metrics={
             "identical_shards": int(sum(same)),

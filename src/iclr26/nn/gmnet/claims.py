@@ -77,10 +77,7 @@ def frequency_mechanism(ctx: Context) -> Result:
         xlim=(0, 0.6), ylim=(1e-24, 1), xlabel="frequency / Nyquist", ylabel="power (normalised)"
     )
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "frequency-mechanism")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "frequency-mechanism")
     return Result.judge(
         metrics={
             "x*x_beyond_2x_band": beyond2["x*x"],
@@ -203,10 +200,7 @@ def gate_accuracy(ctx: Context) -> Result:
     ax.set_xticks(pos, names)
     ax.set_ylabel("test accuracy (%)")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "gate-accuracy")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "gate-accuracy")
     return Result.judge(
         metrics={
             "gmnet": g,
@@ -272,10 +266,7 @@ def feature_spectrum(ctx: Context) -> Result:
         xticks=range(1, len(sizes) + 1),
     )
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "feature-spectrum")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "feature-spectrum")
     return Result.judge(
         metrics={
             "gmnet_fraction": ours,

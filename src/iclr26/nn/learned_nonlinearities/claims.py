@@ -139,10 +139,7 @@ def addition_speed(ctx: Context) -> Result:
     axes[0].set(xlabel="stage II step", ylabel="exact-match accuracy", title="3-digit addition")
     axes[0].legend()
     _plot_splines(axes[1], theta)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "addition-speed")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "addition-speed")
     return Result.judge(
         metrics={
             "learned": ours,
@@ -197,10 +194,7 @@ def prose_gain(ctx: Context) -> Result:
     axes[0].set(ylabel="test next-char accuracy (%)")
     axes[0].legend(fontsize=7)
     _plot_splines(axes[1], theta)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "prose-gain")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "prose-gain")
     return Result.judge(
         metrics={
             "learned_acc": acc["learned"],
@@ -296,10 +290,7 @@ def compatibility(ctx: Context) -> Result:
             axes[1].plot(grid, theta.mlp[0](grid), label=f"MLP spline ({name})")
     axes[1].set(xlabel="input", title="learned MLP nonlinearities")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "compatibility-matrix")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "compatibility-matrix")
     return Result.judge(
         metrics={
             "matrix_pp": {r: {c: 100 * matrix[r][c] for c in names} for r in names},
@@ -354,10 +345,7 @@ def prose_to_code(ctx: Context) -> Result:
     axes[0].set(ylabel="code test next-char accuracy (%)", title="English -> Python code")
     axes[0].legend(fontsize=7)
     _plot_splines(axes[1], theta)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "prose-to-code-transfer")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "prose-to-code-transfer")
     return Result.judge(
         metrics={
             "learned_acc": acc["learned"],

@@ -32,14 +32,6 @@ def _prose(n_train: int = 100_000, n_val: int = 20_000) -> tuple[torch.Tensor, t
     return train, val, corpus.vocab_size
 
 
-def _save(fig, ctx: Context, name: str):
-    path = ctx.figure_path(SLUG, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 @claim(
     paper=SLUG,
     name="energy-descent",
@@ -93,7 +85,7 @@ def energy_descent(ctx: Context) -> Result:
         ax.axvline(4, color="k", ls=":", lw=0.8)
         ax.set(title=f"eta = {eta}", xlabel="inference step", ylabel="mean energy E_A")
     axes[0].legend(fontsize=7)
-    path = _save(fig, ctx, "energy-descent")
+    path = ctx.save_figure(fig, SLUG, "energy-descent")
     return Result.judge(
         metrics={**ours, "train_steps": steps, "sequences": n_seq},
         baseline={"eta_free": stats["free"]},
@@ -171,7 +163,7 @@ def listops_parity(ctx: Context) -> Result:
     ax.axhline(100 / 20, color="k", ls=":", lw=0.8, label="chance")
     ax.set(ylabel="answer accuracy (%)", title=f"ListOps depth {depth}, {steps} steps")
     ax.legend()
-    path = _save(fig, ctx, "listops-parity")
+    path = ctx.save_figure(fig, SLUG, "listops-parity")
     return Result.judge(
         metrics={
             "nrgpt_ff1": summary["nrgpt_ff1"],
@@ -259,7 +251,7 @@ def prose_overfitting(ctx: Context) -> Result:
         ax.plot(r.steps, r.val_loss, color=colour, label=f"{name} val")
     ax.set(xlabel="step", ylabel="cross-entropy (nats/char)")
     ax.legend(fontsize=7)
-    path = _save(fig, ctx, "prose-overfitting")
+    path = ctx.save_figure(fig, SLUG, "prose-overfitting")
     return Result.judge(
         metrics={
             "nrgpt_ff2w": ours,

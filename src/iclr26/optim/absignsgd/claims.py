@@ -100,14 +100,6 @@ def _train_step(model, opt, ids) -> None:
     opt.zero_grad(set_to_none=True)
 
 
-def _save(fig, ctx, name):
-    path = ctx.figure_path(SLUG, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 @claim(
     paper=SLUG,
     name="runtime-per-step",
@@ -150,7 +142,7 @@ def runtime_per_step(ctx: Context) -> Result:
         tick_labels=["AdamW", "ABSignSGD\nuniform", "ABSignSGD\ndepth-biased"],
     )
     ax.set(ylabel="ms per step", title="tiny Llama (6 blocks): time per training step")
-    path = _save(fig, ctx, "runtime-per-step")
+    path = ctx.save_figure(fig, SLUG, "runtime-per-step")
     return Result.judge(
         metrics={
             "depth_biased_ms": med["absignsgd_depth"] * 1e3,
@@ -223,7 +215,7 @@ def optimizer_memory(ctx: Context) -> Result:
     )
     ax.set(ylabel="MB (fp32)", title="peak gradient + optimizer-state memory")
     ax.legend()
-    path = _save(fig, ctx, "optimizer-memory")
+    path = ctx.save_figure(fig, SLUG, "optimizer-memory")
     return Result.judge(
         metrics={
             "absignsgd": ab,
@@ -300,7 +292,7 @@ def equal_wallclock(ctx: Context) -> Result:
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
     ax.set(ylabel="val loss (docstrings)", title=f"{budget:g} s of fine-tuning per method")
     ax.legend()
-    path = _save(fig, ctx, "equal-wallclock")
+    path = ctx.save_figure(fig, SLUG, "equal-wallclock")
     return Result.judge(
         metrics={
             "absignsgd_val_loss": best["absignsgd"],
@@ -354,7 +346,7 @@ def majority_vote_claim(ctx: Context) -> Result:
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     ax.bar(["single agent\n(batch 32)", "MV, 4 agents\n(batch 8 each)"], [loss_single, loss_mv])
     ax.set(ylabel="val loss", title=f"after {steps} steps; traffic ratio {ratio:.0f}x")
-    path = _save(fig, ctx, "majority-vote")
+    path = ctx.save_figure(fig, SLUG, "majority-vote")
     return Result.judge(
         metrics={
             "mv_val_loss": loss_mv,

@@ -202,10 +202,7 @@ def passes_to_target(ctx: Context) -> Result:
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles))
     ax.legend(uniq.values(), uniq.keys(), fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "passes-to-target")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "passes-to-target")
 
     return Result.judge(
         metrics={
@@ -397,10 +394,7 @@ def minilm_peft(ctx: Context) -> Result:
     ax.axhline(target, color="k", lw=0.8, ls=":", label="MeZO final loss")
     ax.set(xlabel="forward passes", ylabel="train loss", title="MiniLM top, docstring topics")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "minilm-peft")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "minilm-peft")
     trainable = sum(p.numel() for p in base.parameters())
     return Result.judge(
         metrics={
@@ -519,10 +513,7 @@ def normalized_sgd(ctx: Context) -> Result:
         title="FZOO step norm is gradient-scale free",
     )
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "normalized-sgd")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "normalized-sgd")
     in_band = all(0.7 <= v <= 1.3 for k, v in ratios.items() if int(k.split(",")[0][2:]) >= 8)
     scale_free = all(
         abs(ratios[f"N={n},scale=100"] / ratios[f"N={n},scale=1"] - 1) <= 0.01 for n in ns

@@ -86,10 +86,7 @@ def _plot(ctx, name, results, title):
         ax.plot(xs, r["curve"], label=f"{method} (median {r['median']:.3g})")
     ax.set(yscale="log", xlabel="iteration", ylabel="||grad f(mean x)||", title=title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, name)
     return path
 
 
@@ -316,10 +313,7 @@ def decentralized_lm(ctx: Context) -> Result:
         title="8-node ring, byte-level LM on stdlib shards",
     )
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "decentralized-lm")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "decentralized-lm")
     return Result.judge(
         metrics={
             "gt_nsgdm_val_loss": best["gt_nsgdm"],

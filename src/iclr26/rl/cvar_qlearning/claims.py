@@ -139,10 +139,7 @@ def _bar_figure(ctx: Context, res: dict, name: str, key: str, ylabel: str) -> st
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
         ax.set_title(f"{env} ({r['episodes']} episodes, q={Q_LEVEL})")
         ax.set_ylabel(ylabel)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, name)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, name, dpi=100)
     return str(path)
 
 
@@ -231,10 +228,7 @@ def blindness_to_success(ctx: Context) -> Result:
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("fraction of seeds choosing the cautious subtree")
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "blindness-to-success")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "blindness-to-success", dpi=100)
     grid = _summary(res)["grid"]["score_mean"]
     return Result.judge(
         metrics={

@@ -93,10 +93,7 @@ def dominant_strategy_bound_claim(ctx: Context) -> Result:
     ax.set_ylabel("Nash gap")
     ax.set_title(f"dominant-strategy game, slope (n={slope_n}) {slope:.2f}")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "dominant-strategy-bound")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "dominant-strategy-bound", dpi=100)
 
     max_ratio = max(g / b for _, _, g, b in all_runs if b > 0)
     return Result.judge(
@@ -160,10 +157,7 @@ def exact_matching_fails(ctx: Context) -> Result:
     ax.set_xticklabels(labels)
     ax.set_ylabel("Nash gap (exact)")
     ax.set_title("grim trigger cloned with eps_BC = 0 and exact measure matching")
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "exact-matching-fails")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "exact-matching-fails", dpi=100)
 
     matched = all(r["eps_bc"] <= 1e-6 and r["measure_matching"] <= 1e-6 for r in res.values())
     return Result.judge(
@@ -222,10 +216,7 @@ def no_dominance_gap(ctx: Context) -> Result:
     ax.set_ylabel("Nash gap")
     ax.set_title(f"Tag {game.n_states} states, slope {slope:.2f}")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "no-dominance-gap")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "no-dominance-gap", dpi=100)
     return Result.judge(
         metrics={
             "slope_log_gap_vs_log_eps": slope,
@@ -272,10 +263,7 @@ def br_continuity(ctx: Context) -> Result:
     ax.set_ylabel("policy change / perturbation radius")
     ax.set_title(f"best-response continuity (Tag), slope {slope:.2f}")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "br-continuity")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "br-continuity", dpi=100)
     decreasing = bool(np.all(np.diff(pol) < 0))
     return Result.judge(
         metrics={
@@ -384,10 +372,7 @@ def regularised_bc(ctx: Context) -> Result:
     ax.set_ylabel("Nash gap (unregularised game)")
     ax.set_title(f"Tag {game.n_states} states, QRE expert tau={tau}: {wins}/{seeds} seeds lower")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "regularised-bc")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "regularised-bc", dpi=100)
     return Result.judge(
         metrics={
             "per_seed_gap_difference_at_same_eps": per_seed,

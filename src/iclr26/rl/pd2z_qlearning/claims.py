@@ -158,10 +158,7 @@ def best_of_both_worlds(ctx: Context) -> Result:
         ax.set_ylabel("mean ||Q_t - Q*||_inf")
         ax.set_title(f"{title}, n={large}, Q0={q_init:g}, R={R}")
         ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "best-of-both-worlds")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "best-of-both-worlds", dpi=100)
 
     const_ratio = metrics["constant_ratio_large_over_small"]
     return Result.judge(
@@ -256,10 +253,7 @@ def tail_average_bootstrap_coverage(ctx: Context) -> Result:
     ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel("coverage of 95% CI")
     ax.set_title(f"FrozenLake 4x4, n={n}, R={R}, B={B}")
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "tail-average-bootstrap-coverage")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "tail-average-bootstrap-coverage", dpi=100)
 
     metrics = {
         "ld2z_bootstrap_coverage": main,
@@ -337,10 +331,7 @@ def tail_average_clt(ctx: Context) -> Result:
     ax.set_xlabel("standardised tail-average error")
     ax.set_title(f"LD2Z tail average, n={n}, R={R}")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "tail-average-clt")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "tail-average-clt", dpi=100)
     return Result.judge(
         metrics={
             "ks_pass_rate": rate,

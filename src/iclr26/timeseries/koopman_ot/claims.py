@@ -129,10 +129,7 @@ def invariance_and_monotonicity(ctx: Context) -> Result:
     axes[2].set_ylabel("d(sys@dt, sys@0.1) / d(shift 0.5)")
     axes[2].set_yscale("log")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "invariance-and-monotonicity")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "invariance-and-monotonicity")
     sgot_ok = rho_a["sgot"] >= 0.95 and rho_c["sgot"] >= 0.95 and invariance["sgot"] <= 0.1
     baselines_variant = invariance["hs"] >= 0.5 and invariance["operator"] >= 0.5
     return Result.judge(
@@ -273,10 +270,7 @@ def uea_classification(ctx: Context) -> Result:
     ax.set_ylabel("1-NN test accuracy")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7, ncol=6)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "uea-1nn-classification")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "uea-1nn-classification")
     sgot_time = sum(v for k, v in times.items() if k.endswith("/sgot"))
     hs_time = sum(v for k, v in times.items() if k.endswith("/hs"))
     return Result.judge(
@@ -366,10 +360,7 @@ def barycenter_interpolation(ctx: Context) -> Result:
     ax.set_xlabel("decay rate")
     ax.set_ylabel("frequency (rad/s)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "barycenter-interpolation")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "barycenter-interpolation")
     return Result.judge(
         metrics={
             "relative_deviation": dev,

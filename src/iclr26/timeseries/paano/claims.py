@@ -111,10 +111,7 @@ def beats_baselines(ctx: Context) -> Result:
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
         ax.set_ylabel("VUS-PR")
         ax.set_title(f"{suite_name} ({len(per[names[0]]['VUS-PR'])} series)")
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "beats-baselines")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "beats-baselines")
     metrics = {
         "paano_univariate": summary["univariate"]["paano"],
         "paano_multivariate": summary["multivariate"]["paano"],
@@ -199,10 +196,7 @@ def lightweight(ctx: Context) -> Result:
     ax.set_ylabel(f"seconds ({length} points)")
     ax.set_title(f"PaAno encoder: {n_encoder / 1e6:.3f} M params ({n_all / 1e6:.3f} M with heads)")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "lightweight")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "lightweight")
     return Result.judge(
         metrics={
             "claim_cpu_s": time.process_time() - cpu_start,
@@ -296,10 +290,7 @@ def loss_ablation(ctx: Context) -> Result:
     ax.set_xticks(range(len(mean)), list(mean))
     ax.set_ylabel("VUS-PR")
     ax.set_title("PaAno loss ablation")
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "loss-ablation")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "loss-ablation")
     return Result.judge(
         metrics={
             "claim_cpu_s": time.process_time() - cpu_start,
@@ -358,10 +349,7 @@ def memory_compression(ctx: Context) -> Result:
     ax.set_xticks(x, [s.name for s in series_list], rotation=30, ha="right")
     ax.set_ylabel("VUS-PR")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "memory-compression")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "memory-compression")
     return Result.judge(
         metrics={
             "claim_cpu_s": time.process_time() - cpu_start,
