@@ -4,10 +4,13 @@ import numpy as np
 import pytest
 import torch
 
+import iclr26.data.polyadic as polyadic
 from iclr26.claims import run_claim
 from iclr26.nn.poly_attention import (
+    PolyadicClassifier,
     PolyAttention,
     PolyTransformerBlock,
+    compare_on_match3,
     function_composition,
     match3,
     parse_polynomial,
@@ -144,6 +147,129 @@ def test_match3_labels():
         for i in range(6):
             want = any((x[s, i] + x[s, j] + x[s, k]) % 11 == 0 for j in range(6) for k in range(6))
             assert y[s, i] == int(want)
+
+
+def _per_monomial_inputs(poly, n=7, d=4, dv=3, seed=5):
+    p = parse_polynomial(poly)
+    g = torch.Generator().manual_seed(seed)
+    q = [
+        [torch.randn(2, n, d, generator=g, dtype=torch.float64) * 2 for _ in mono]
+        for mono in p.monomials
+    ]
+    v = [None] + [
+        torch.randn(2, n, dv, generator=g, dtype=torch.float64) for _ in range(p.num_slots - 1)
+    ]
+    return q, v
+
+
+@pytest.mark.parametrize("poly", ["tree:path:2", "tree:path:3", "tree:star:3"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_per_monomial_projections_tree_equals_brute(poly, causal):
+    q, v = _per_monomial_inputs(poly)
+    a = poly_attention(q, v, poly, causal=causal, backend="tree")
+    b = poly_attention(q, v, poly, causal=causal, backend="brute")
+    assert (a - b).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_per_monomial_projections_strassen_equals_brute(causal):
+    q, v = _per_monomial_inputs("strassen")
+    a = poly_attention(q, v, "strassen", causal=causal, backend="strassen")
+    b = poly_attention(q, v, "strassen", causal=causal, backend="brute")
+    assert (a - b).abs().max() < 1e-12
+
+
+def test_per_monomial_projections_by_hand():
+    # x1*x2 + x2*x3 with slot 2 projected differently in its two monomials.
+    q, v = _per_monomial_inputs("tree:path:2", n=3)
+    (q1, q2a), (q2b, q3) = ((x[0] for x in pair) for pair in q)
+    V2, V3 = v[1][0], v[2][0]
+    out = poly_attention(q, v, "tree:path:2", scale=0.5)[0]
+    for i in range(3):
+        num, den = 0, 0
+        for j, k in itertools.product(range(3), repeat=2):
+            w = torch.exp(0.5 * (q1[i] @ q2a[j] + q2b[j] @ q3[k]))
+            num, den = num + w * V2[j] * V3[k], den + w
+        assert torch.allclose(out[i], num / den, atol=1e-12)
+
+
+def test_per_monomial_with_shared_tensors_equals_per_slot():
+    q, v = _inputs(4)
+    poly = parse_polynomial("x1*x2 + x2*x3 + x2*x4")
+    per_mono = [[q[j] for j in mono] for mono in poly.monomials]
+    assert torch.equal(poly_attention(per_mono, v, poly), poly_attention(q, v, poly))
+
+
+@pytest.mark.parametrize("poly", ["tree:path:2", "tree:star:3", "strassen"])
+def test_per_monomial_module_differs_then_ties_to_shared(poly):
+    torch.manual_seed(0)
+    shared = PolyAttention(8, poly, heads=2, head_dim=4).double()
+    torch.manual_seed(0)
+    per_mono = PolyAttention(8, poly, heads=2, head_dim=4, per_monomial_projections=True).double()
+    p = parse_polynomial(poly)
+    assert len(per_mono.monomial_proj) == len(p.monomials)
+    assert not hasattr(per_mono, "query_proj")
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    per_mono.value_proj.load_state_dict(shared.value_proj.state_dict())
+    per_mono.out.load_state_dict(shared.out.state_dict())
+    assert (per_mono(x) - shared(x)).abs().max() > 1e-6  # independent projections
+    with torch.no_grad():
+        for mono, group in zip(p.monomials, per_mono.monomial_proj):
+            for slot, layer in zip(mono, group):
+                layer.load_state_dict(shared.query_proj[slot].state_dict())
+    assert torch.allclose(per_mono(x), shared(x), atol=1e-12)  # tied: the shared head
+
+
+def test_per_monomial_is_per_slot_for_one_monomial():
+    # tensor3 has one monomial: both parametrisations draw the same layers in the same order.
+    torch.manual_seed(1)
+    shared = PolyAttention(8, "tensor3", head_dim=4).double()
+    torch.manual_seed(1)
+    per_mono = PolyAttention(8, "tensor3", head_dim=4, per_monomial_projections=True).double()
+    x = torch.randn(1, 4, 8, dtype=torch.float64)
+    assert torch.equal(per_mono(x), shared(x))
+
+
+def test_per_monomial_bad_input():
+    q, v = _per_monomial_inputs("tree:path:2")
+    with pytest.raises(TypeError, match="mixes"):
+        poly_attention([q[0][0], q[1]], v, "tree:path:2")
+    with pytest.raises(ValueError, match="monomials"):
+        poly_attention(q[:1], v, "tree:path:2")
+    with pytest.raises(ValueError, match="needs 2"):
+        poly_attention([q[0], q[1][:1]], v, "tree:path:2")
+    with pytest.raises(TypeError):
+        poly_attention(q[0][0], v, "tree:path:2")
+
+
+def test_tasks_live_in_data_polyadic():
+    assert function_composition is polyadic.function_composition and match3 is polyadic.match3
+    with pytest.raises(TypeError):
+        polyadic.match3(n=6.0)
+    with pytest.raises(ValueError):
+        polyadic.function_composition(m=1)
+
+
+def test_polyadic_classifier_shapes_and_errors():
+    model = PolyadicClassifier([3, 12, 13], 12, "tree:path:2", dim=16)
+    tokens = torch.from_numpy(function_composition(12, 4, seed=0)[0])
+    assert model(tokens).shape == (4, 12)
+    per_token = PolyadicClassifier([11], 2, "strassen", dim=8, readout="all")
+    assert per_token(torch.from_numpy(match3(5, 11, 3)[0])).shape == (3, 5, 2)
+    with pytest.raises(ValueError):
+        model(tokens[..., :2])
+    with pytest.raises(ValueError):
+        PolyadicClassifier([3], 2, readout="first")
+
+
+def test_compare_on_match3_smoke():
+    out = compare_on_match3(n=5, modulus=11, n_train=32, n_test=16, epochs=1, dim=8)
+    assert set(out["mechanisms"]) == {"self", "tensor3", "strassen", "tree:path:2"}
+    for rec in out["mechanisms"].values():
+        assert 0.0 <= rec["accuracy"] <= 1.0 and len(rec["curve"]) == 1
+    assert 0.5 <= out["majority_baseline"] <= 1.0
+    with pytest.raises(ValueError):
+        compare_on_match3(mechanisms=())
 
 
 @pytest.mark.parametrize("name", ["function-composition", "exact-quadratic-tree-attention"])

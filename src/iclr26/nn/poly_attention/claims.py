@@ -11,73 +11,23 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from torch import nn  # noqa: E402
 
 from iclr26.claims import Context, Result, claim  # noqa: E402
 
+from .experiments import PolyadicClassifier, train_classifier  # noqa: E402
 from .functional import poly_attention  # noqa: E402
-from .modules import PolyAttention  # noqa: E402
 from .tasks import function_composition  # noqa: E402
 
 SLUG = "poly_attention"
 
 
-class CompositionModel(nn.Module):
-    """Additive token embedding, ``layers`` pre-norm residual attention layers, MLP readout on
-    the query token (the last one). No positional encoding."""
-
-    def __init__(self, m: int, polynomial: str, heads: int, layers: int, dim: int = 64) -> None:
-        super().__init__()
-        self.type_emb = nn.Embedding(3, dim)
-        self.arg_emb = nn.Embedding(m, dim)
-        self.val_emb = nn.Embedding(m + 1, dim)
-        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
-        self.attn = nn.ModuleList(
-            PolyAttention(dim, polynomial, heads, dim // heads, scale="1/sqrt(d)")
-            for _ in range(layers)
-        )
-        self.head = nn.Sequential(
-            nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, m)
-        )
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.type_emb(tokens[..., 0]) + self.arg_emb(tokens[..., 1])
-        h = h + self.val_emb(tokens[..., 2])
-        for norm, attn in zip(self.norms, self.attn):
-            h = h + attn(norm(h))
-        return self.head(h[:, -1])
-
-
+# name: (polynomial, heads, layers)
 MODELS = {
     "tree_1layer": ("tree:path:2", 1, 1),
     "self_attention_1layer": ("self", 4, 1),
     "self_attention_2layer": ("self", 4, 2),
     "strassen_1layer": ("strassen", 1, 1),
 }
-
-
-def _train_composition(name, seed, data, epochs, batch_size=256, lr=1e-3):
-    (x_tr, y_tr), (x_te, y_te) = data
-    torch.manual_seed(seed)
-    model = CompositionModel(12, *MODELS[name])
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    curve = []
-    start = time.process_time()
-    for _ in range(epochs):
-        model.train()
-        order = torch.randperm(len(x_tr), generator=gen)
-        for i in range(0, len(x_tr), batch_size):
-            idx = order[i : i + batch_size]
-            loss = nn.functional.cross_entropy(model(x_tr[idx]), y_tr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            curve.append(float((model(x_te).argmax(-1) == y_te).float().mean()))
-    seconds = time.process_time() - start
-    return curve, seconds / epochs
 
 
 def _epochs_to(curve: list[float], level: float) -> float:
@@ -98,9 +48,11 @@ def _epochs_to(curve: list[float], level: float) -> float:
     timeout_s={"quick": 900},
 )
 def function_composition_claim(ctx: Context) -> Result:
-    torch.set_num_threads(2)
-    n_train, epochs, seeds = ctx.pick((128, 1, (0,)), (20000, 12, (0,)), (20000, 30, (0, 1)))
-    n_test = ctx.pick(64, 2000, 2000)
+    # Quick sizes come from a CPU budget (about 75 single-thread CPU seconds for the three
+    # models); full scale keeps the reference protocol (20k samples, 30 epochs, d_model 64,
+    # two seeds).
+    n_train, epochs, seeds = ctx.pick((128, 1, (0,)), (16384, 20, (0,)), (20000, 30, (0, 1)))
+    n_test, dim = ctx.pick(64, 1000, 2000), ctx.pick(16, 32, 64)
     names = ["tree_1layer", "self_attention_1layer", "self_attention_2layer"]
     if ctx.scale.value == "full":
         names.append("strassen_1layer")
@@ -109,7 +61,12 @@ def function_composition_claim(ctx: Context) -> Result:
     for j, (name, seed) in enumerate(jobs):
         train = [torch.from_numpy(a) for a in function_composition(12, n_train, seed=seed)]
         test = [torch.from_numpy(a) for a in function_composition(12, n_test, seed=seed + 500)]
-        curve, sec = _train_composition(name, ctx.seed + seed, (train, test), epochs)
+        polynomial, heads, layers = MODELS[name]
+        torch.manual_seed(ctx.seed + seed)
+        model = PolyadicClassifier([3, 12, 13], 12, polynomial, heads, layers, dim=dim)
+        curve, sec = train_classifier(
+            model, train, test, epochs, batch_size=256, lr=1e-3, seed=ctx.seed + seed
+        )
         runs[name].append(
             {
                 "curve": curve,
@@ -136,12 +93,17 @@ def function_composition_claim(ctx: Context) -> Result:
     ax.axhline(1 / 12, color="gray", ls=":", label="chance")
     ax.set(xlabel="epoch", ylabel="test accuracy", title="2-fold function composition, n = 25")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "function-composition")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "function-composition")
     return Result.judge(
-        metrics={"tree": tree, "n_train": n_train, "epochs": epochs, "seeds": list(seeds)},
+        metrics={
+            "tree": tree,
+            "n_train": n_train,
+            "n_test": n_test,
+            "epochs": epochs,
+            "d_model": dim,
+            "batch_size": 256,
+            "seeds": list(seeds),
+        },
         baseline={k: v for k, v in summary.items() if k != "tree_1layer"},
         required={
             "acc(tree) >= 0.95": tree["acc_mean"] >= 0.95,
@@ -156,15 +118,15 @@ def function_composition_claim(ctx: Context) -> Result:
     )
 
 
-def _median_time(fn, repeats: int) -> float:
-    """Median CPU seconds of this process per call (all its threads): unlike wall-clock time it
-    does not count time the scheduler gives to other jobs on a shared machine."""
+def _median_time(fn, repeats: int, clock=time.process_time) -> float:
+    """Median seconds per call. The default clock is this process's CPU time (all its threads):
+    unlike wall-clock time it does not count time the scheduler gives to other jobs."""
     fn()
     times = []
     for _ in range(repeats):
-        start = time.process_time()
+        start = clock()
         fn()
-        times.append(time.process_time() - start)
+        times.append(clock() - start)
     return float(np.median(times))
 
 
@@ -180,9 +142,20 @@ def _slope(ns, ts) -> float:
     paper_value="tree polynomials: exact n^(2+o(1)); tensor/Strassen: superquadratic lower bounds",
     criterion="max |tree - brute| <= 1e-9 (float64) and <= 1e-4 (float32) at n in {8, 16}; "
     "log-log runtime slope(tree) <= 2.3 and slope(tensor3, brute) >= 2.7 (d = 32, median of 5)",
+    timeout_s={"quick": 300},
 )
 def exact_quadratic(ctx: Context) -> Result:
-    torch.set_num_threads(2)
+    # One thread: process CPU time then counts the work of the algorithm only. With several
+    # OpenMP threads on a shared machine, idle threads spinning at barriers are charged too.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _exact_quadratic(ctx)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _exact_quadratic(ctx: Context) -> Result:
     gen = ctx.torch_generator()
     errors = {}
     for dtype, name in ((torch.float64, "float64"), (torch.float32, "float32")):
@@ -206,21 +179,23 @@ def exact_quadratic(ctx: Context) -> Result:
         "tensor3": ctx.pick((8, 16), (64, 96, 128, 192, 256), (64, 96, 128, 192, 256, 384)),
         "strassen": ctx.pick((8, 16), (64, 96, 128, 192, 256), (64, 96, 128, 192, 256, 384)),
     }
-    timings = {}
+    timings, wall_2_threads = {}, {}
     for k, (poly, ns) in enumerate(sizes.items()):
         t = 2 if poly == "self" else 3
         backend = "brute" if poly == "tensor3" else "auto"
-        ts = []
+        ts, walls = [], []
         for n in ns:
             q = [torch.randn(1, n, d, generator=gen) for _ in range(t)]
             v = [None] + [torch.randn(1, n, d, generator=gen) for _ in range(t - 1)]
+            fn = functools.partial(poly_attention, q, v, poly, backend=backend)
             with torch.no_grad():
-                ts.append(
-                    _median_time(
-                        functools.partial(poly_attention, q, v, poly, backend=backend), repeats
-                    )
-                )
+                ts.append(_median_time(fn, repeats))
+                # The spec's own protocol (wall-clock, 2 threads), reported beside the verdict.
+                torch.set_num_threads(2)
+                walls.append(_median_time(fn, repeats, clock=time.perf_counter))
+                torch.set_num_threads(1)
         timings[poly] = {"n": list(ns), "seconds": ts, "slope": _slope(ns, ts)}
+        wall_2_threads[poly] = {"n": list(ns), "seconds": walls, "slope": _slope(ns, walls)}
         ctx.report((k + 1) / len(sizes), poly)
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for poly, rec in timings.items():
@@ -230,20 +205,24 @@ def exact_quadratic(ctx: Context) -> Result:
         yscale="log",
         xlabel="sequence length n",
         ylabel="CPU seconds (median)",
-        title="forward time, d = 32, batch 1, 2 threads",
+        title="forward CPU time, d = 32, batch 1, 1 thread",
     )
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "exact-quadratic-tree-attention")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "exact-quadratic-tree-attention")
     slope_tree, slope_t3 = timings["tree:path:2"]["slope"], timings["tensor3"]["slope"]
+    wall_tree, wall_t3 = wall_2_threads["tree:path:2"]["slope"], wall_2_threads["tensor3"]["slope"]
     return Result.judge(
         metrics={
             "max_err_float64": errors["float64"],
             "max_err_float32": errors["float32"],
             "slope_tree": slope_tree,
             "timings_tree": timings["tree:path:2"],
+            # Second, named criterion (not the verdict): the spec's thresholds on the spec's
+            # wall-clock, 2-thread timings, which are noisy whenever the machine is shared.
+            "wall_2_threads": wall_2_threads,
+            "wall_2_threads_slope_tree": wall_tree,
+            "wall_2_threads_slope_tensor3": wall_t3,
+            "wall_2_threads_criterion_holds": bool(wall_tree <= 2.3 and wall_t3 >= 2.7),
         },
         baseline={
             "slope_tensor3": slope_t3,

@@ -17,6 +17,12 @@ class PolyAttention(nn.Module):
     by element-wise product. ``backend="auto"`` picks the quadratic ``tree`` algorithm for tree
     polynomials, ``strassen`` for the triangle and ``brute`` otherwise.
 
+    With ``per_monomial_projections=True`` (ours) every (monomial, slot) pair has its own
+    projection, so a slot that appears in two monomials (slot 2 of ``x1 x2 + x2 x3``) can match
+    its two neighbours on different features; ``monomial_proj[m][k]`` is the projection of the
+    k-th slot (in increasing slot order) of monomial m. With one projection per slot (the
+    default) the same ``Q^(j)`` serves every monomial containing slot j.
+
     Value biases of a head with several value slots start at 1 (ours), so at initialisation the
     product of values is close to a sum of small terms rather than a product of small numbers.
     """
@@ -31,6 +37,7 @@ class PolyAttention(nn.Module):
         causal: bool = False,
         backend: str = "auto",
         bias: bool = True,
+        per_monomial_projections: bool = False,
     ) -> None:
         super().__init__()
         if dim <= 0 or heads <= 0:
@@ -46,7 +53,14 @@ class PolyAttention(nn.Module):
         self.causal, self.backend = causal, backend
         inner = heads * self.head_dim
         t = self.poly.num_slots
-        self.query_proj = nn.ModuleList(nn.Linear(dim, inner, bias=bias) for _ in range(t))
+        self.per_monomial_projections = bool(per_monomial_projections)
+        if self.per_monomial_projections:
+            self.monomial_proj = nn.ModuleList(
+                nn.ModuleList(nn.Linear(dim, inner, bias=bias) for _ in mono)
+                for mono in self.poly.monomials
+            )
+        else:
+            self.query_proj = nn.ModuleList(nn.Linear(dim, inner, bias=bias) for _ in range(t))
         self.value_proj = nn.ModuleList(nn.Linear(dim, inner, bias=bias) for _ in range(t - 1))
         if bias and t > 2:
             for layer in self.value_proj:
@@ -60,7 +74,10 @@ class PolyAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 3 or x.shape[-1] != self.dim:
             raise ValueError(f"expected input (batch, n, {self.dim}), got {tuple(x.shape)}")
-        q = [self._split(p(x)) for p in self.query_proj]
+        if self.per_monomial_projections:
+            q = [[self._split(p(x)) for p in group] for group in self.monomial_proj]
+        else:
+            q = [self._split(p(x)) for p in self.query_proj]
         v = [None] + [self._split(p(x)) for p in self.value_proj]
         att = poly_attention(q, v, self.poly, self.scale, self.causal, self.backend)
         batch, _, n, _ = att.shape
@@ -80,10 +97,20 @@ class PolyTransformerBlock(nn.Module):
         scale: str | float = "1/d",
         causal: bool = False,
         backend: str = "auto",
+        per_monomial_projections: bool = False,
     ) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim)
-        self.attn = PolyAttention(dim, polynomial, heads, head_dim, scale, causal, backend)
+        self.attn = PolyAttention(
+            dim,
+            polynomial,
+            heads,
+            head_dim,
+            scale,
+            causal,
+            backend,
+            per_monomial_projections=per_monomial_projections,
+        )
         self.norm2 = nn.LayerNorm(dim)
         hidden = int(dim * mlp_ratio)
         self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
