@@ -1,7 +1,9 @@
-"""Claim checks for lmKAN: FLOPs and CPU throughput at matched accuracy, O(1) lookup cost."""
+"""Claim checks for lmKAN: FLOPs (MLP and CNN families) and CPU throughput at matched accuracy,
+O(1) lookup cost."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 
@@ -14,10 +16,13 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.data import train_test_indices  # noqa: E402
 
+from .baselines import MLP, PlainCNN  # noqa: E402
+from .conv import LMKANCNN  # noqa: E402
 from .layer import LMKAN2d  # noqa: E402
-from .models import LMKANMLP, train_regressor  # noqa: E402
-from .tasks import displaced_methane, random_teacher  # noqa: E402
+from .models import LMKANMLP, train_classifier, train_regressor  # noqa: E402
+from .tasks import digits_images, displaced_methane, load_cifar10, random_teacher  # noqa: E402
 
 SLUG = "lmkan"
 MLP_WIDTHS = (16, 32, 64, 128, 256)
@@ -25,36 +30,20 @@ LMKAN_WIDTHS = (4, 8, 16, 32)
 REFERENCE_WIDTH = 128
 
 
-class MLP(nn.Module):
-    """Baseline: two hidden GELU layers."""
-
-    def __init__(self, in_dim: int, hidden: int, out_dim: int = 1) -> None:
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(in_dim, hidden),
-            nn.GELU(),
-            nn.Linear(hidden, hidden),
-            nn.GELU(),
-            nn.Linear(hidden, out_dim),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-    def flops(self, batch: int = 1) -> int:
-        """``2 * in * out + out`` per Linear, 1 per element per GELU."""
-        total = 0
-        for m in self.net:
-            if isinstance(m, nn.Linear):
-                total += 2 * m.in_features * m.out_features + m.out_features
-            else:
-                total += self.net[0].out_features
-        return batch * total
+@contextlib.contextmanager
+def _threads(n: int):
+    """Time with ``n`` torch threads (the criteria name 2), then restore the runner's count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _fit_families(ctx: Context, x_tr, y_tr, x_te, y_te, epochs: int, mlp_widths, kan_widths):
-    """Train both families with the same loop, epochs, batch size and seed; test MSE each."""
-    torch.set_num_threads(2)
+    """Train both families with the same loop, epochs, batch size and seed; test MSE each.
+    Training uses the threads the runner gives the process (one per job with ``--jobs 2``)."""
     xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr).unsqueeze(1)
     xe, ye = torch.from_numpy(x_te), torch.from_numpy(y_te).unsqueeze(1)
     rows = []
@@ -121,10 +110,7 @@ def _front_figure(ctx: Context, name: str, rows, target: float, ylabel: str) -> 
     ax.axhline(target, color="gray", ls="--", label=f"target (MLP width {REFERENCE_WIDTH})")
     ax.set(xscale="log", yscale="log", xlabel="inference FLOPs / sample", ylabel=ylabel)
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, name)
     return str(path)
 
 
@@ -142,7 +128,7 @@ def _table(rows) -> list[dict]:
     "(random tanh-teacher regression, R^32 -> R); partial if in [1.0, 2.0)",
 )
 def flops_at_matched_accuracy(ctx: Context) -> Result:
-    n_train, n_test, epochs = ctx.pick((300, 200, 1), (10000, 3000, 15), (100000, 20000, 100))
+    n_train, n_test, epochs = ctx.pick((300, 200, 1), (20000, 5000, 20), (100000, 20000, 100))
     mlp_widths = ctx.pick((16, 128), MLP_WIDTHS, MLP_WIDTHS)
     kan_widths = ctx.pick((4,), LMKAN_WIDTHS, LMKAN_WIDTHS)
     x_tr, y_tr = random_teacher(n_train, seed=ctx.seed)
@@ -183,7 +169,7 @@ def flops_at_matched_accuracy(ctx: Context) -> Result:
     "partial if in [1.0, 2.0)",
 )
 def cpu_throughput(ctx: Context) -> Result:
-    n_train, n_test, epochs = ctx.pick((300, 200, 1), (10000, 3000, 15), (30000, 5000, 100))
+    n_train, n_test, epochs = ctx.pick((300, 200, 1), (30000, 5000, 15), (30000, 5000, 100))
     mlp_widths = ctx.pick((16, 128), MLP_WIDTHS, MLP_WIDTHS)
     kan_widths = ctx.pick((4,), LMKAN_WIDTHS, LMKAN_WIDTHS)
     warmup, repeats, batch = ctx.pick((1, 2, 256), (5, 20, 8192), (5, 20, 8192))
@@ -200,7 +186,8 @@ def cpu_throughput(ctx: Context) -> Result:
         ok = [r for r in rows if r["family"] == family and r["rmse"] <= target]
         if ok:
             best = min(ok, key=lambda r: r["flops"])
-            best["throughput"] = _throughput(best["model"], x_bench, warmup, repeats)
+            with _threads(2):
+                best["throughput"] = _throughput(best["model"], x_bench, warmup, repeats)
             chosen[family] = best
     kan, mlp = chosen.get("lmkan"), chosen["mlp"]
     ratio = kan["throughput"] / mlp["throughput"] if kan else 0.0
@@ -216,7 +203,7 @@ def cpu_throughput(ctx: Context) -> Result:
             "flops_ratio_mlp_over_lmkan": flops_ratio,
             "lmkan_chosen": summary.get("lmkan"),
             "lmkan_runs": [r for r in _table(rows) if r["family"] == "lmkan"],
-            "threads": torch.get_num_threads(),
+            "threads": 2,
             "batch": batch,
         },
         baseline={
@@ -240,7 +227,11 @@ def cpu_throughput(ctx: Context) -> Result:
     "lmKAN/Linear and dense-evaluation/lookup times reported",
 )
 def lookup_cost(ctx: Context) -> Result:
-    torch.set_num_threads(2)
+    with _threads(2):
+        return _lookup_cost(ctx)
+
+
+def _lookup_cost(ctx: Context) -> Result:
     width = ctx.pick(64, 256, 256)
     batch, dense_batch, repeats = ctx.pick((256, 16, 2), (4096, 256, 7), (4096, 512, 15))
     grids = (4, 10, 26)
@@ -271,10 +262,7 @@ def lookup_cost(ctx: Context) -> Result:
         title=f"{width}x{width} layer, 2 threads",
     )
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "lookup-cost-independent-of-grid")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "lookup-cost-independent-of-grid")
     return Result.judge(
         metrics={
             "time_ratio_G26_over_G4": growth,
@@ -288,3 +276,146 @@ def lookup_cost(ctx: Context) -> Result:
         required={"t(G=26) / t(G=4) <= 1.5": growth <= 1.5},
         figures=[str(path)],
     )
+
+
+CNN_WIDTHS = (4, 8, 16, 32)
+LMKAN_CNN_WIDTHS = (2, 4, 8)
+CNN_REFERENCE_WIDTH = 16
+
+
+def _error_rate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int = 512) -> float:
+    model.eval()
+    wrong = 0
+    with torch.no_grad():
+        for start in range(0, x.shape[0], chunk):
+            logits = model(x[start : start + chunk])
+            wrong += int((logits.argmax(1) != y[start : start + chunk]).sum())
+    return wrong / x.shape[0]
+
+
+def _cnn_data(ctx: Context, full: bool):
+    """Digits 8x8 (smoke, quick) split 70/30 by the seed, or the user's CIFAR-10 (full)."""
+    if full:
+        x_tr, y_tr, x_te, y_te = load_cifar10()
+        return x_tr, y_tr, x_te, y_te, "CIFAR-10"
+    images, labels = digits_images()
+    train, test = train_test_indices(len(labels), 0.3, seed=ctx.seed)
+    n_train, n_test = ctx.pick((300, 200), (len(train), len(test)))
+    train, test = train[:n_train], test[:n_test]
+    return images[train], labels[train], images[test], labels[test], "digits 8x8"
+
+
+@claim(
+    paper=SLUG,
+    name="cnn-flops-at-matched-accuracy",
+    statement="lmKAN-based CNNs need fewer inference FLOPs than plain CNNs to reach the same "
+    "image-classification accuracy",
+    paper_value="1.6-2.1x fewer inference FLOPs at matched accuracy on CIFAR-10 "
+    "(1.7x on ImageNet-1k)",
+    criterion="FLOPs_CNN(e*) / FLOPs_lmKAN-CNN(e*) >= 1.5 with e* = seed-mean test error of the "
+    "plain CNN of the reference width (16 on 8x8 digits; 32 on CIFAR-10 at full scale), log-log "
+    "interpolation on each family's error-vs-FLOPs front; partial if in [1.0, 1.5)",
+    timeout_s={"full": 12 * 3600},
+)
+def cnn_flops(ctx: Context) -> Result:
+    full = ctx.pick(False, False, True)
+    try:
+        x_tr, y_tr, x_te, y_te, dataset = _cnn_data(ctx, full)
+    except FileNotFoundError as err:
+        return Result.skipped(f"full scale runs on CIFAR-10, which is not available: {err}")
+    seeds = ctx.pick((ctx.seed,), tuple(ctx.seed + k for k in range(3)), (ctx.seed,))
+    epochs, batch_size = ctx.pick((1, 64), (12, 32), (10, 128))
+    cnn_widths = ctx.pick((4, CNN_REFERENCE_WIDTH), CNN_WIDTHS, (8, 16, 32, 64))
+    kan_widths = ctx.pick((2,), LMKAN_CNN_WIDTHS, (4, 8, 16))
+    reference = ctx.pick(CNN_REFERENCE_WIDTH, CNN_REFERENCE_WIDTH, 32)
+    stages = ctx.pick(((1, 1), (1, 2)), ((1, 1), (1, 2)), ((1, 2, 2), (1, 2, 2)))
+    multipliers, strides = stages
+    channels, size, n_classes = x_tr.shape[1], x_tr.shape[2], 10
+    device = torch.device(ctx.device)
+    xt, yt = torch.from_numpy(x_tr).to(device), torch.from_numpy(y_tr).to(device)
+    xe, ye = torch.from_numpy(x_te).to(device), torch.from_numpy(y_te).to(device)
+
+    def build(family: str, width: int) -> nn.Module:
+        widths = tuple(m * width for m in multipliers)
+        if family == "cnn":
+            return PlainCNN(channels, size, n_classes, widths, strides)
+        return LMKANCNN(channels, size, n_classes, widths, strides, num_grids=8)
+
+    jobs = [("cnn", w) for w in cnn_widths] + [("lmkan", w) for w in kan_widths]
+    rows = []
+    for k, (family, width) in enumerate(jobs):
+        errors, model = [], None
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = build(family, width).to(device)
+            train_classifier(model, xt, yt, epochs, batch_size, lr=1e-3, seed=seed)
+            errors.append(_error_rate(model, xe, ye))
+        rows.append(
+            {
+                "family": family,
+                "width": width,
+                "flops": model.flops(),
+                "params": sum(p.numel() for p in model.parameters()),
+                "errors": errors,
+                "error_mean": float(np.mean(errors)),
+                "error_std": float(np.std(errors)),
+            }
+        )
+        ctx.report((k + 1) / len(jobs), f"{family} width {width}: error {np.mean(errors):.3f}")
+
+    floor = 0.5 / len(ye)  # a zero error count stays finite on the log axis
+
+    def ratio_for(errors_of) -> tuple[float, float | None, float | None]:
+        target = max(errors_of(_ref_row(rows, reference)), floor)
+        fronts = {
+            fam: [(r["flops"], max(errors_of(r), floor)) for r in rows if r["family"] == fam]
+            for fam in ("cnn", "lmkan")
+        }
+        f_cnn = flops_to_reach(fronts["cnn"], target)
+        f_kan = flops_to_reach(fronts["lmkan"], target)
+        return (f_cnn / f_kan if f_kan else 0.0), f_cnn, f_kan
+
+    ratio, f_cnn, f_kan = ratio_for(lambda r: r["error_mean"])
+    per_seed = [ratio_for(lambda r, s=s: r["errors"][s])[0] for s in range(len(seeds))]
+    target = _ref_row(rows, reference)["error_mean"]
+
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for family, marker, label in (("cnn", "o", "plain CNN"), ("lmkan", "s", "lmKAN CNN")):
+        pts = sorted(
+            (r["flops"], r["error_mean"], r["error_std"]) for r in rows if r["family"] == family
+        )
+        fl, err, std = zip(*pts)
+        ax.errorbar(fl, err, yerr=std, marker=marker, capsize=3, label=label)
+    ax.axhline(target, color="gray", ls="--", label=f"target (plain CNN width {reference})")
+    ax.set(
+        xscale="log",
+        xlabel="inference FLOPs / image",
+        ylabel=f"test error ({dataset}, mean of {len(seeds)} seeds)",
+    )
+    ax.legend()
+    path = ctx.save_figure(fig, SLUG, "cnn-flops-at-matched-accuracy")
+    return Result.judge(
+        metrics={
+            "dataset": dataset,
+            "target_error": target,
+            "flops_ratio_cnn_over_lmkan": ratio,
+            "flops_ratio_per_seed": per_seed,
+            "lmkan_flops_at_target": f_kan,
+            "epochs": epochs,
+            "seeds": len(seeds),
+            "n_train": len(yt),
+            "n_test": len(ye),
+            "lmkan_runs": [r for r in rows if r["family"] == "lmkan"],
+        },
+        baseline={
+            "cnn_flops_at_target": f_cnn,
+            "cnn_runs": [r for r in rows if r["family"] == "cnn"],
+        },
+        required={"FLOPs ratio CNN/lmKAN-CNN >= 1.5": ratio >= 1.5},
+        partial={"FLOPs ratio CNN/lmKAN-CNN >= 1.0": ratio >= 1.0},
+        figures=[str(path)],
+    )
+
+
+def _ref_row(rows, width: int) -> dict:
+    return next(r for r in rows if r["family"] == "cnn" and r["width"] == width)

@@ -1,4 +1,4 @@
-"""Networks built from lmKAN layers: an MLP-like stack, a convolution, and a regressor."""
+"""Networks built from lmKAN layers: an MLP-like stack, its training loop, and a regressor."""
 
 from __future__ import annotations
 
@@ -61,8 +61,11 @@ class LMKANMLP(nn.Module):
                 LMKAN2d(a, b, num_grids, init_scale, backend=backend),
             ]
         self.net = nn.Sequential(*layers)
+        self.in_dim = in_dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2 or x.shape[1] != self.in_dim:
+            raise ValueError(f"expected input (batch, {self.in_dim}), got {tuple(x.shape)}")
         return self.net(x)
 
     def lmkan_layers(self) -> list[LMKAN2d]:
@@ -78,52 +81,21 @@ class LMKANMLP(nn.Module):
         return batch * total
 
 
-class LMKANConv2d(nn.Module):
-    """A convolution whose per-patch linear map is an :class:`LMKAN2d` over the flattened patch
-    (``in_channels * k * k`` entries, neighbouring entries paired)."""
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: int,
-        stride: int = 1,
-        padding: int = 0,
-        num_grids: int = 8,
-        init_scale: float = 0.1,
-    ) -> None:
-        super().__init__()
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.lmkan = LMKAN2d(in_channels * kernel_size**2, out_channels, num_grids, init_scale)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(f"expected (batch, {self.in_channels}, H, W), got {tuple(x.shape)}")
-        batch, _, height, width = x.shape
-        patches = F.unfold(x, self.kernel_size, padding=self.padding, stride=self.stride)
-        out_h = (height + 2 * self.padding - self.kernel_size) // self.stride + 1
-        out_w = (width + 2 * self.padding - self.kernel_size) // self.stride + 1
-        flat = patches.transpose(1, 2).reshape(-1, patches.shape[1])
-        y = self.lmkan(flat).reshape(batch, out_h * out_w, self.out_channels)
-        return y.transpose(1, 2).reshape(batch, self.out_channels, out_h, out_w)
-
-    def flops(self, out_positions: int = 1) -> int:
-        return out_positions * self.lmkan.flops()
-
-
-def train_regressor(
+def _train(
     model: nn.Module,
     x: torch.Tensor,
     y: torch.Tensor,
     epochs: int,
-    batch_size: int = 256,
-    lr: float = 1e-3,
-    lam0: float = 1.0,
-    seed: int = 0,
+    loss_fn,
+    batch_size: int,
+    lr: float,
+    lam0: float,
+    seed: int,
 ) -> nn.Module:
-    """Adam, constant LR then cosine decay; Hessian penalty ``lambda(step)`` when the model has
-    one (lmKAN) — the same loop for lmKAN and MLP baselines."""
+    if epochs < 1 or batch_size < 2 or lr <= 0:
+        raise ValueError("need epochs >= 1, batch_size >= 2 and lr > 0")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} rows but y has {y.shape[0]}")
     generator = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     n = x.shape[0]
@@ -140,7 +112,7 @@ def train_regressor(
                 continue
             for group in opt.param_groups:
                 group["lr"] = lr * lr_factor(step, total)
-            loss = F.mse_loss(model(x[idx]), y[idx])
+            loss = loss_fn(model(x[idx]), y[idx])
             lam = hessian_schedule(step, total, lam0) if has_penalty else 0.0
             if lam > 0:
                 loss = loss + lam * model.hessian_penalty()
@@ -150,6 +122,35 @@ def train_regressor(
             step += 1
     model.eval()
     return model
+
+
+def train_regressor(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    epochs: int,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    lam0: float = 1.0,
+    seed: int = 0,
+) -> nn.Module:
+    """Adam on the MSE, constant LR then cosine decay; Hessian penalty ``lambda(step)`` when the
+    model has one (lmKAN) — the same loop for lmKAN and MLP baselines."""
+    return _train(model, x, y, epochs, F.mse_loss, batch_size, lr, lam0, seed)
+
+
+def train_classifier(
+    model: nn.Module,
+    x: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    lam0: float = 1.0,
+    seed: int = 0,
+) -> nn.Module:
+    """:func:`train_regressor`'s loop with the cross-entropy of logits and integer labels."""
+    return _train(model, x, labels, epochs, F.cross_entropy, batch_size, lr, lam0, seed)
 
 
 class LMKANRegressor:

@@ -1,10 +1,14 @@
-"""Regression data for the lmKAN checks: a random teacher network and displaced methane."""
+"""Data for the lmKAN checks: a random teacher network, displaced methane, small image sets."""
 
 from __future__ import annotations
 
+import os
+import pickle
+from pathlib import Path
+
 import numpy as np
 
-from iclr26.data import as_rng
+from iclr26.data import as_rng, load
 
 
 def random_teacher(
@@ -73,3 +77,54 @@ def displaced_methane(n: int, sigma: float = 0.15, seed: int = 0) -> tuple[np.nd
     energy = (methane_energy(coords) - reference.mean()) / reference.std()
     features = coords.reshape(n, 15) / sigma  # unit-scale inputs
     return features.astype(np.float32), energy.astype(np.float32)
+
+
+def digits_images() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled handwritten digits as images: ``(1797, 1, 8, 8)`` float32 in
+    ``[0, 1]`` and int64 labels 0..9."""
+    digits = load("digits")
+    images = (digits.X / 16.0).reshape(-1, 1, 8, 8).astype(np.float32)
+    return images, digits.y.astype(np.int64)
+
+
+CIFAR10_ENV = "ICLR26_CIFAR10"
+_CIFAR_TRAIN = tuple(f"data_batch_{k}" for k in range(1, 6))
+_CIFAR_MEAN = np.array([0.4914, 0.4822, 0.4465], dtype=np.float32).reshape(1, 3, 1, 1)
+_CIFAR_STD = np.array([0.2470, 0.2435, 0.2616], dtype=np.float32).reshape(1, 3, 1, 1)
+
+
+def load_cifar10(
+    directory: str | os.PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A local copy of CIFAR-10 in its python-pickle layout (``data_batch_1..5``,
+    ``test_batch``), from ``directory`` or the ``ICLR26_CIFAR10`` environment variable.
+
+    Returns ``x_train (50000, 3, 32, 32)``, ``y_train``, ``x_test``, ``y_test``: float32 images
+    standardised per channel and int64 labels. Nothing is downloaded; a missing copy raises
+    ``FileNotFoundError``.
+    """
+    if directory is None:
+        directory = os.environ.get(CIFAR10_ENV)
+        if not directory:
+            raise FileNotFoundError(f"no CIFAR-10 directory given and ${CIFAR10_ENV} is not set")
+    root = Path(directory)
+    missing = [n for n in (*_CIFAR_TRAIN, "test_batch") if not (root / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"CIFAR-10 batches missing in {root}: {', '.join(missing)}")
+
+    def read(names) -> tuple[np.ndarray, np.ndarray]:
+        images, labels = [], []
+        for name in names:
+            with open(root / name, "rb") as handle:
+                batch = pickle.load(handle, encoding="bytes")
+            data = np.asarray(batch[b"data"], dtype=np.uint8)
+            if data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+                raise ValueError(f"{name}: expected rows of 3072 bytes, got {data.shape}")
+            images.append(data.reshape(-1, 3, 32, 32))
+            labels.append(np.asarray(batch[b"labels"], dtype=np.int64))
+        x = np.concatenate(images).astype(np.float32) / 255.0
+        return (x - _CIFAR_MEAN) / _CIFAR_STD, np.concatenate(labels)
+
+    x_train, y_train = read(_CIFAR_TRAIN)
+    x_test, y_test = read(("test_batch",))
+    return x_train, y_train, x_test, y_test
