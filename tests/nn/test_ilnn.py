@@ -1,18 +1,27 @@
+import pickle
+
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from iclr26.claims import run_claim
 from iclr26.nn.ilnn import (
+    GyroAdd,
     GyroBN,
     GyroLBN,
     ILNNSeqCNN,
+    LorentzBasicBlock,
     LorentzBN,
     LorentzConv1d,
     LorentzConv2d,
     LorentzDropout,
     LorentzFC,
+    LorentzGlobalPool,
     LorentzReLU,
+    LorentzResNet18,
+    ResNet18,
+    load_cifar10,
     lorentz_concat,
     ops,
     phylo_dna,
@@ -65,6 +74,120 @@ def test_every_layer_stays_on_hyperboloid(dtype, curvature):
     _assert_on(y2, c, dtype)
     _assert_on(lorentz_concat(seq, c), c, dtype)
     _assert_on(ops.gyro_add(x, x.flip(0), c), c, dtype)
+    _assert_on(GyroAdd(curvature)(x, x.flip(0)), c, dtype)
+    pooled = LorentzGlobalPool(curvature)(grid)
+    assert pooled.shape == (2, 4)
+    _assert_on(pooled, c, dtype)
+    for stride, out in ((1, 3), (2, 5)):
+        block = LorentzBasicBlock(3, out, stride, curvature).to(dtype)
+        y3 = block(grid)
+        assert y3.shape == (2, 4 // stride, 4 // stride, out + 1)
+        _assert_on(y3, c, dtype)
+
+
+def _hook_every_point_layer(model):
+    """Forward hooks asserting that every Lorentz submodule returns hyperboloid points."""
+    seen = []
+
+    def check(module, _inputs, output):
+        seen.append(type(module).__name__)
+        _assert_on(output, model.c, output.dtype)
+
+    for module in model.modules():
+        if module is model or isinstance(module, nn.Linear) or getattr(module, "head", False):
+            continue
+        if isinstance(module, nn.Sequential) and len(module) == 0:
+            continue  # identity shortcut
+        module.register_forward_hook(check)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_models_stay_on_hyperboloid_after_every_layer(dtype):
+    torch.manual_seed(0)
+    seq_model = ILNNSeqCNN(channels=6, classes=4).to(dtype)
+    seen = _hook_every_point_layer(seq_model)
+    x, _ = phylo_dna(16, length=16, seed=0)
+    assert seq_model(torch.from_numpy(x).to(dtype)).shape == (16, 4)
+    assert {"LorentzConv1d", "GyroLBN", "LorentzReLU", "GyroAdd", "LorentzGlobalPool"} <= set(seen)
+    net = LorentzResNet18(num_classes=5, width=2).to(dtype)
+    seen = _hook_every_point_layer(net)
+    logits = net(torch.randn(4, 3, 8, 8, dtype=dtype))
+    assert logits.shape == (4, 5) and logits.dtype == dtype
+    assert seen.count("LorentzBasicBlock") == 8 and seen.count("GyroAdd") == 8
+    assert seen.count("LorentzConv2d") == 1 + 16 + 3  # stem, 2 per block, 3 strided shortcuts
+    net.eval()
+    _hook_every_point_layer(net)
+    assert torch.isfinite(net(torch.randn(2, 3, 8, 8, dtype=dtype))).all()
+
+
+def test_resnet18_shapes_gradients_and_size():
+    torch.manual_seed(0)
+    net = LorentzResNet18(num_classes=10, width=2)
+    logits = net(torch.randn(6, 3, 16, 16))
+    assert logits.shape == (6, 10)
+    nn.functional.cross_entropy(logits, torch.arange(6)).backward()
+    for name, p in net.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+        assert p.grad.abs().sum() > 0, name
+    # default width 64: ResNet-18 size, within 0.01% of the Euclidean ResNet-18 with conv biases
+    count = sum(p.numel() for p in LorentzResNet18().parameters())
+    euclid = sum(p.numel() for p in ResNet18().parameters())
+    assert count == 11_178_782 and abs(count - euclid) < 1e-4 * euclid
+    assert ResNet18(width=2)(torch.randn(2, 3, 8, 8)).shape == (2, 10)
+
+
+def _reference_conv(conv, x, dims):
+    """Lorentz convolution by its definition: origin padding, explicit windows,
+    log-radius concatenation, PLFC."""
+    k, pad, stride = conv.kernel_size, conv.padding, conv.stride
+    o = ops.origin(x.shape[-1] - 1, conv.c, dtype=x.dtype)
+    if dims == 1:
+        padded = torch.cat([o.expand(x.shape[0], pad, -1), x, o.expand(x.shape[0], pad, -1)], 1)
+        starts = range(0, padded.shape[1] - k + 1, stride)
+        windows = torch.stack([padded[:, i : i + k] for i in starts], 1)  # (B, L', k, 1+C)
+    else:
+        b, h, w, d = x.shape
+        padded = o.expand(b, h + 2 * pad, w + 2 * pad, d).clone()
+        padded[:, pad : pad + h, pad : pad + w] = x
+        rows = range(0, padded.shape[1] - k + 1, stride)
+        cols = range(0, padded.shape[2] - k + 1, stride)
+        windows = torch.stack(
+            [
+                torch.stack([padded[:, i : i + k, j : j + k].reshape(b, k * k, d) for j in cols], 1)
+                for i in rows
+            ],
+            1,
+        )
+    return conv.fc(lorentz_concat(windows, conv.c))
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 1), (2, 1), (1, 0), (2, 2)])
+def test_convolutions_equal_their_definition(stride, padding):
+    torch.manual_seed(0)
+    for dims, conv_cls, shape in ((1, LorentzConv1d, (2, 9)), (2, LorentzConv2d, (2, 7, 6))):
+        conv = conv_cls(3, 5, 3, stride, padding, curvature=-0.7).double()
+        with torch.no_grad():
+            conv.fc.a.normal_()
+            conv.fc.beta.normal_()
+        x = _points(shape, 3, conv.c, seed=1)
+        assert torch.allclose(conv(x), _reference_conv(conv, x, dims), atol=1e-10)
+
+
+def test_fast_inverse_hyperbolic_functions():
+    u = torch.cat([torch.tensor([0.0, 1e-30, -1e-8, 1e20, -1e20]), torch.randn(200) * 5])
+    for dtype, tol in ((torch.float64, 1e-14), (torch.float32, 1e-6)):
+        v = u.to(dtype)
+        want = torch.asinh(v.double())
+        err = (ops.asinh(v).double() - want).abs() / want.abs().clamp_min(1e-300)
+        assert err.max() < tol
+        w = 1 + v.abs()
+        want = torch.acosh(w.double())
+        assert ((ops.acosh(w).double() - want).abs() / want.clamp_min(1e-300)).max() < 10 * tol
+    x = (torch.randn(20, dtype=torch.float64) * 4).requires_grad_(True)
+    assert torch.autograd.gradcheck(ops.asinh, (x,))
+    y = (1.01 + torch.rand(20, dtype=torch.float64) * 4).requires_grad_(True)
+    assert torch.autograd.gradcheck(ops.acosh, (y,))
 
 
 def test_gyro_algebra():
@@ -160,6 +283,35 @@ def test_bad_input():
         LorentzFC(3, 2, curvature=1.0)
     with pytest.raises(ValueError):
         ILNNSeqCNN(norm="layer")
+    off = torch.cat([torch.ones(2, 5, 1), torch.randn(2, 5, 3)], -1)  # time not from the constraint
+    for layer in (LorentzReLU(), LorentzDropout(0.2), LorentzBN(3), GyroBN(3)):
+        with pytest.raises(ValueError, match="hyperboloid"):
+            layer(off)
+    with pytest.raises(ValueError, match="hyperboloid"):
+        LorentzConv1d(3, 4, 3)(off)
+    with pytest.raises(ValueError, match="hyperboloid"):
+        GyroAdd()(off, off)
+    with pytest.raises(ValueError, match="hyperboloid"):
+        LorentzGlobalPool()(off)
+    good = _points((2, 5), 3, dtype=torch.float32)
+    with pytest.raises(ValueError, match="size 5, got 4"):
+        GyroLBN(4)(good)
+    with pytest.raises(ValueError, match="1 \\+ C_in"):
+        LorentzConv1d(4, 4, 3)(good)
+    with pytest.raises(ValueError, match="1 \\+ C_in"):
+        LorentzConv2d(3, 4, 3)(good)  # a sequence is not a grid
+    with pytest.raises(ValueError, match="shapes differ"):
+        GyroAdd()(good, good[:1])
+    with pytest.raises(TypeError):
+        LorentzFC(3, 2)(torch.ones(2, 4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="images"):
+        LorentzResNet18(width=2)(torch.randn(2, 1, 8, 8))
+    with pytest.raises(TypeError):
+        LorentzResNet18(width=2)(torch.ones(2, 3, 8, 8, dtype=torch.uint8))
+    with pytest.raises(ValueError):
+        LorentzResNet18(width=0)
+    with pytest.raises(ValueError, match="one-hot"):
+        ILNNSeqCNN()(torch.randn(2, 10, 5))
 
 
 def test_model_and_data():
@@ -172,10 +324,57 @@ def test_model_and_data():
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
+def test_load_cifar10_reads_pickle_batches(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    for name, n in [(f"data_batch_{k}", 3) for k in range(1, 6)] + [("test_batch", 4)]:
+        batch = {b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"labels": [1] * n}
+        (tmp_path / name).write_bytes(pickle.dumps(batch))
+    monkeypatch.setenv("ICLR26_CIFAR10", str(tmp_path))
+    x_tr, y_tr, x_te, y_te = load_cifar10()
+    assert x_tr.shape == (15, 3, 32, 32) and x_te.shape == (4, 3, 32, 32)
+    assert x_tr.dtype == np.float32 and 0 <= x_tr.min() and x_tr.max() <= 1
+    assert y_tr.tolist() == [1] * 15 and y_te.dtype == np.int64
+    (tmp_path / "test_batch").unlink()
+    with pytest.raises(FileNotFoundError, match="test_batch"):
+        load_cifar10()
+    monkeypatch.delenv("ICLR26_CIFAR10")
+    with pytest.raises(FileNotFoundError, match="ICLR26_CIFAR10"):
+        load_cifar10()
+
+
+def test_resnet_claim_skips_without_cifar(tmp_path, monkeypatch):
+    monkeypatch.delenv("ICLR26_CIFAR10", raising=False)
+    record = run_claim("ilnn", "resnet18-vs-euclidean", "full", out_dir=tmp_path)
+    assert record["verdict"] == "skipped" and "CIFAR-10" in record["reason"]
+
+
 @pytest.mark.parametrize(
-    "name", ["hierarchical-vs-euclidean", "gyrolbn-vs-lbn-gyrobn", "digamma-log-radius"]
+    "name",
+    [
+        "hierarchical-vs-euclidean",
+        "gyrolbn-vs-lbn-gyrobn",
+        "digamma-log-radius",
+        "resnet18-vs-euclidean",
+    ],
 )
 def test_claims_smoke(name, tmp_path):
     record = run_claim("ilnn", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
+
+
+def test_cifar_protocol_pieces():
+    from iclr26.nn.ilnn.claims import _augment, _train_images
+
+    gen = torch.Generator().manual_seed(0)
+    images = torch.randn(6, 3, 8, 8)
+    out = _augment(images, gen)
+    padded = nn.functional.pad(images, (4, 4, 4, 4))
+    for img, src in zip(out, padded):
+        crops = [src[:, i : i + 8, j : j + 8] for i in range(9) for j in range(9)]
+        assert any(torch.equal(img, c) or torch.equal(img, c.flip(-1)) for c in crops)
+    data = (torch.rand(16, 3, 8, 8), torch.arange(16) % 10, torch.rand(8, 3, 8, 8), torch.arange(8))
+    protocol = {"epochs": 2, "batch": 8, "optimizer": "sgd", "augment": True}
+    for model in (LorentzResNet18(width=2), ResNet18(width=2)):
+        acc = _train_images(model, data, protocol, seed=0, device="cpu")
+        assert 0.0 <= acc <= 1.0 and not model.training

@@ -18,17 +18,34 @@ from torch import nn
 from . import ops
 
 
+def hyperplane_coefficients(
+    z: torch.Tensor, a: torch.Tensor, c: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(w_s, w_t, |z|)`` of the Lorentz hyperplanes with normals ``z (m, n)`` at the origin and
+    offsets ``a (m,)``: ``w_s = cosh(c a) z``, ``w_t = sinh(c a) |z|``."""
+    z_norm = z.norm(dim=-1).clamp_min(1e-15)
+    return torch.cosh(c * a).unsqueeze(-1) * z, torch.sinh(c * a) * z_norm, z_norm
+
+
+def _distance(
+    products: torch.Tensor,
+    time: torch.Tensor,
+    w_t: torch.Tensor,
+    z_norm: torch.Tensor,
+    c: float,
+) -> torch.Tensor:
+    """Signed distance from the spatial products ``x_s . w_s (..., m)`` and times ``(..., 1)``."""
+    return ops.times(ops.asinh(ops.times(products - time * w_t, c) / z_norm), 1.0 / c)
+
+
 def signed_distance(
     x: torch.Tensor, z: torch.Tensor, a: torch.Tensor, c: float = 1.0
 ) -> torch.Tensor:
     """Signed distance from points ``x (..., 1+n)`` to the hyperplanes with normals ``z (m, n)``
     (at the origin) and offsets ``a (m,)``: ``asinh(c (w_s . x_s - w_t x_t) / |z|) / c`` with
     ``w_t = sinh(c a) |z|``, ``w_s = cosh(c a) z``. Returns ``(..., m)``."""
-    z_norm = z.norm(dim=-1).clamp_min(1e-15)
-    w_t = torch.sinh(c * a) * z_norm
-    w_s = torch.cosh(c * a).unsqueeze(-1) * z
-    arg = (x[..., 1:] @ w_s.T - x[..., :1] * w_t) / z_norm
-    return torch.asinh(c * arg) / c
+    w_s, w_t, z_norm = hyperplane_coefficients(z, a, c)
+    return _distance(x[..., 1:] @ w_s.T, x[..., :1], w_t, z_norm, c)
 
 
 class LorentzFC(nn.Module):
@@ -57,19 +74,30 @@ class LorentzFC(nn.Module):
         self.beta = nn.Parameter(torch.zeros(out_features)) if bias and not head else None
         self.validate_input = True  # models switch this off for their inner layers
 
+    def coefficients(self, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+        """``(w_s, w_t, |z|)`` of the layer's hyperplanes in ``dtype``."""
+        return hyperplane_coefficients(self.z.to(dtype), self.a.to(dtype), self.c)
+
+    def from_products(
+        self, products: torch.Tensor, time: torch.Tensor, w_t: torch.Tensor, z_norm: torch.Tensor
+    ) -> torch.Tensor:
+        """The layer's output from ``x_s . w_s`` and ``x_t`` (shared with the convolutions,
+        which compute the products without materialising the concatenated patches)."""
+        v = z_norm * _distance(products, time, w_t, z_norm, self.c)
+        if self.head:
+            return v
+        y = ops.lift(ops.times(torch.sinh(ops.times(v, self.c)), 1.0 / self.c), self.c)
+        if self.beta is not None:
+            y = ops.gyro_add(y, ops.expmap0(self.beta.to(y.dtype), self.c), self.c)
+        return y
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.in_features + 1:
             raise ValueError(f"expected points of size {self.in_features + 1}, got {x.shape[-1]}")
         if self.validate_input:
             ops.check_on_manifold(x, self.c)
-        z, a = self.z.to(x.dtype), self.a.to(x.dtype)
-        v = z.norm(dim=-1) * signed_distance(x, z, a, self.c)
-        if self.head:
-            return v
-        y = ops.lift(torch.sinh(self.c * v) / self.c, self.c)
-        if self.beta is not None:
-            y = ops.gyro_add(y, ops.expmap0(self.beta.to(x.dtype), self.c), self.c)
-        return y
+        w_s, w_t, z_norm = self.coefficients(x.dtype)
+        return self.from_products(x[..., 1:] @ w_s.T, x[..., :1], w_t, z_norm)
 
 
 class LorentzReLU(nn.Module):
@@ -78,8 +106,11 @@ class LorentzReLU(nn.Module):
     def __init__(self, curvature: float = -1.0) -> None:
         super().__init__()
         self.c = ops.curvature_scale(curvature)
+        self.validate_input = True  # models switch this off for their inner layers
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.validate_input:
+            ops.check_on_manifold(x, self.c)
         return ops.lift(F.relu(x[..., 1:]), self.c)
 
 
@@ -91,17 +122,63 @@ class LorentzDropout(nn.Module):
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout probability must be in [0, 1), got {p}")
         self.p, self.c = p, ops.curvature_scale(curvature)
+        self.validate_input = True  # models switch this off for their inner layers
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.validate_input:
+            ops.check_on_manifold(x, self.c)
         if not self.training or self.p == 0:
             return x
         return ops.lift(F.dropout(x[..., 1:], self.p, True), self.c)
 
 
-class LorentzConv1d(nn.Module):
-    """Lorentz convolution over sequences of points ``(B, L, 1 + C_in)``: each window of
-    ``k`` points (padded with the origin) is joined by log-radius concatenation into a point of
-    ``L^{k C_in}`` and mapped by :class:`LorentzFC` to ``L^{C_out}``."""
+class GyroAdd(nn.Module):
+    """Gyro residual connection ``x (+) y`` of two point tensors of the same shape."""
+
+    def __init__(self, curvature: float = -1.0) -> None:
+        super().__init__()
+        self.c = ops.curvature_scale(curvature)
+        self.validate_input = True  # models switch this off for their inner layers
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.shape != y.shape:
+            raise ValueError(f"shapes differ: {tuple(x.shape)} and {tuple(y.shape)}")
+        if self.validate_input:
+            ops.check_on_manifold(x, self.c, "x")
+            ops.check_on_manifold(y, self.c, "y")
+        return ops.gyro_add(x, y, self.c)
+
+
+class LorentzGlobalPool(nn.Module):
+    """Lorentz centroid over every axis between the batch and the point axis:
+    ``(B, ..., 1 + C)`` -> ``(B, 1 + C)``."""
+
+    def __init__(self, curvature: float = -1.0) -> None:
+        super().__init__()
+        self.c = ops.curvature_scale(curvature)
+        self.validate_input = True  # models switch this off for their inner layers
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() < 3:
+            raise ValueError(f"expected (B, ..., 1 + C) with a pooled axis, got {tuple(x.shape)}")
+        if self.validate_input:
+            ops.check_on_manifold(x, self.c)
+        return ops.lorentz_centroid(x.flatten(1, -2), dim=1, c=self.c)
+
+
+class _LorentzConvNd(nn.Module):
+    """Shared part of the Lorentz convolutions: every window of ``k`` (or ``k x k``) points,
+    padded with the origin, is joined by log-radius concatenation into one point of
+    ``L^{k C_in}`` and mapped by a :class:`LorentzFC` to ``L^{C_out}``.
+
+    The concatenated point is never materialised: its spatial part is ``s_N`` times the
+    stacked spatial parts, so ``x_s . w_s`` is a Euclidean convolution of the spatial channels
+    with ``s_N w_s`` (zero spatial padding is exactly origin padding), and its time
+    ``sqrt(s_N^2 sum |x_s|^2 + 1/c^2)`` needs only a windowed sum of squared norms. The result
+    equals unfold + :func:`ops.lorentz_concat` + PLFC, at the cost of one convolution.
+    """
+
+    dims = 1
 
     def __init__(
         self,
@@ -114,54 +191,62 @@ class LorentzConv1d(nn.Module):
         scaled_concat: bool = True,
     ) -> None:
         super().__init__()
+        if in_channels < 1 or out_channels < 1 or kernel_size < 1 or stride < 1 or padding < 0:
+            raise ValueError("channels, kernel_size and stride must be positive, padding >= 0")
         self.c = ops.curvature_scale(curvature)
-        self.in_channels, self.kernel_size = in_channels, kernel_size
+        self.in_channels, self.out_channels, self.kernel_size = (
+            in_channels,
+            out_channels,
+            kernel_size,
+        )
         self.stride, self.padding, self.scaled_concat = stride, padding, scaled_concat
-        self.fc = LorentzFC(kernel_size * in_channels, out_channels, curvature)
+        blocks = kernel_size**self.dims
+        self.concat_scale = (
+            ops.log_radius_scale(in_channels, blocks) if scaled_concat and blocks > 1 else 1.0
+        )
+        self.fc = LorentzFC(blocks * in_channels, out_channels, curvature)
+        self.fc.validate_input = False  # the concatenated patches are on the manifold
+        self.validate_input = True  # models switch this off for their inner layers
+
+    def _check(self, x: torch.Tensor, layout: str) -> None:
+        if x.dim() != self.dims + 2 or x.shape[-1] != self.in_channels + 1:
+            raise ValueError(f"expected {layout} = {self.in_channels + 1}, got {tuple(x.shape)}")
+        if self.validate_input:
+            ops.check_on_manifold(x, self.c)
+
+    def _convolve(self, spatial: torch.Tensor) -> torch.Tensor:
+        """``spatial (B, C, *grid)`` -> points ``(B, *grid', 1 + C_out)``."""
+        conv = F.conv1d if self.dims == 1 else F.conv2d
+        k, n_in, s = self.kernel_size, self.in_channels, self.concat_scale
+        w_s, w_t, z_norm = self.fc.coefficients(spatial.dtype)
+        # the patch is stacked window position first, channel second: (k..., C) blocks
+        weight = (w_s * s).reshape(self.out_channels, *([k] * self.dims), n_in)
+        weight = weight.movedim(-1, 1)
+        products = conv(spatial, weight, stride=self.stride, padding=self.padding)
+        ones = spatial.new_ones((1, 1, *([k] * self.dims)))
+        squares = spatial.pow(2).sum(1, keepdim=True)
+        window_sq = conv(squares, ones, stride=self.stride, padding=self.padding)
+        time = (s**2 * window_sq + 1.0 / self.c**2).sqrt()
+        return self.fc.from_products(products.movedim(1, -1), time.movedim(1, -1), w_t, z_norm)
+
+
+class LorentzConv1d(_LorentzConvNd):
+    """Lorentz convolution over sequences of points ``(B, L, 1 + C_in)`` -> ``(B, L', 1 + C_out)``
+    (window of ``kernel_size`` points, origin padding, log-radius concatenation, PLFC)."""
+
+    dims = 1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 3 or x.shape[-1] != self.in_channels + 1:
-            raise ValueError(f"expected (B, L, {self.in_channels + 1}), got {tuple(x.shape)}")
-        spatial = x[..., 1:]
-        # Zero spatial padding is origin padding: concatenation only reads spatial parts.
-        spatial = F.pad(spatial, (0, 0, self.padding, self.padding))
-        windows = spatial.unfold(1, self.kernel_size, self.stride)  # (B, L', C, k)
-        windows = windows.transpose(-1, -2).reshape(*windows.shape[:2], -1)
-        if self.scaled_concat and self.kernel_size > 1:
-            windows = windows * ops.log_radius_scale(self.in_channels, self.kernel_size)
-        return self.fc(ops.lift(windows, self.c))
+        self._check(x, "(B, L, 1 + C_in)")
+        return self._convolve(x[..., 1:].transpose(1, 2))
 
 
-class LorentzConv2d(nn.Module):
-    """2-D Lorentz convolution on ``(B, H, W, 1 + C_in)`` point grids (see LorentzConv1d)."""
+class LorentzConv2d(_LorentzConvNd):
+    """2-D Lorentz convolution on point grids ``(B, H, W, 1 + C_in)`` -> ``(B, H', W', 1 + C_out)``
+    (``kernel_size x kernel_size`` windows, see :class:`LorentzConv1d`)."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: int,
-        stride: int = 1,
-        padding: int = 0,
-        curvature: float = -1.0,
-        scaled_concat: bool = True,
-    ) -> None:
-        super().__init__()
-        self.c = ops.curvature_scale(curvature)
-        self.in_channels, self.kernel_size = in_channels, kernel_size
-        self.stride, self.padding, self.scaled_concat = stride, padding, scaled_concat
-        self.fc = LorentzFC(kernel_size**2 * in_channels, out_channels, curvature)
+    dims = 2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4 or x.shape[-1] != self.in_channels + 1:
-            raise ValueError(f"expected (B, H, W, {self.in_channels + 1}), got {tuple(x.shape)}")
-        batch, height, width, _ = x.shape
-        spatial = x[..., 1:].permute(0, 3, 1, 2)
-        cols = F.unfold(spatial, self.kernel_size, padding=self.padding, stride=self.stride)
-        out_h = (height + 2 * self.padding - self.kernel_size) // self.stride + 1
-        out_w = (width + 2 * self.padding - self.kernel_size) // self.stride + 1
-        # unfold orders (C, kh, kw); regroup as k*k blocks of C channels
-        cols = cols.reshape(batch, self.in_channels, self.kernel_size**2, out_h * out_w)
-        cols = cols.permute(0, 3, 2, 1).reshape(batch, out_h, out_w, -1)
-        if self.scaled_concat and self.kernel_size > 1:
-            cols = cols * ops.log_radius_scale(self.in_channels, self.kernel_size**2)
-        return self.fc(ops.lift(cols, self.c))
+        self._check(x, "(B, H, W, 1 + C_in)")
+        return self._convolve(x[..., 1:].permute(0, 3, 1, 2))

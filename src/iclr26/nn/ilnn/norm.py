@@ -63,18 +63,25 @@ class GyroLBN(_LorentzNormBase):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = self._flatten(x)
         c = self.c
+        mu = self.batch_mean(flat) if self.training else self.running_mean.to(flat.dtype)
+        # (b) gyro-centering (-mu) (+) x_i, on the unit hyperboloid; only its spatial part is
+        # needed, since (c) and (d) depend on the point through d(o, x~_i) = asinh(|x~_s|) only
+        mu_u, flat_u = ops.times(mu, c), ops.times(flat, c)
+        centred = ops.gyro_add_spatial(mu_u[:1], -mu_u[1:], flat_u[:, :1], flat_u[:, 1:])
+        radius = centred.pow(2).sum(-1, keepdim=True).clamp_min(ops._eps(flat)).sqrt()
+        distance = ops.asinh(radius)  # c d(o, x~_i)
         if self.training:
-            mu = self.batch_mean(flat)
-            centred = ops.gyro_add(ops.gyro_neg(mu).expand_as(flat), flat, c)
-            var = ops.dist0(centred, c).pow(2).mean()
+            var = ops.times(distance, 1.0 / c).pow(2).mean()  # (c) Fréchet variance
             self._update_running(mu.detach(), var.detach())
         else:
-            mu = self.running_mean.to(flat.dtype)
-            centred = ops.gyro_add(ops.gyro_neg(mu).expand_as(flat), flat, c)
             var = self.running_var.to(flat.dtype)
-        scaled = ops.gyro_scale(self.gamma / (var + self.eps).sqrt(), centred, c)
-        bias = ops.expmap0(self.beta.to(flat.dtype), c).expand_as(scaled)
-        return ops.gyro_add(bias, scaled, c).reshape(x.shape)
+        # (d) gyro-scaling t (x) x~_i = exp_o(t log_o x~_i): the radius becomes t d, direction kept
+        scaled = (self.gamma / (var + self.eps).sqrt()).to(flat.dtype) * distance
+        scaled_t, scaled_s = torch.cosh(scaled), torch.sinh(scaled) / radius * centred
+        # (e) gyro bias expmap0(beta) (+) x^_i
+        bias = ops.times(ops.expmap0(self.beta.to(flat.dtype), c), c)
+        spatial = ops.gyro_add_spatial(bias[:1], bias[1:], scaled_t, scaled_s)
+        return ops.lift(ops.times(spatial, 1.0 / c), c).reshape(x.shape)
 
 
 class GyroBN(GyroLBN):

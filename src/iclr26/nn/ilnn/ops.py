@@ -19,11 +19,64 @@ def _eps(x: torch.Tensor) -> float:
     return EPS.get(x.dtype, 1e-7)
 
 
+class _Asinh(torch.autograd.Function):
+    """``asinh`` through ``log1p`` and ``sqrt``, which are vectorised on CPU (``torch.asinh``
+    is several times slower there); accurate near 0 and for large arguments."""
+
+    @staticmethod
+    def forward(ctx, u: torch.Tensor) -> torch.Tensor:
+        a = u.abs()
+        root = torch.hypot(a, torch.ones((), dtype=a.dtype))  # sqrt(1 + a^2) without overflow
+        ctx.save_for_backward(root)
+        small = torch.log1p(a + a * (a / (1.0 + root)))
+        large = torch.log(a) + math.log(2.0)  # error 1/(4 a^2); avoids overflow of 2a
+        return torch.copysign(torch.where(a < 2.0**28, small, large), u)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (root,) = ctx.saved_tensors
+        return grad / root
+
+
+class _Acosh(torch.autograd.Function):
+    """``acosh`` for arguments ``>= 1`` as ``log1p((u - 1) + sqrt((u - 1)(u + 1)))`` (vectorised;
+    ``u - 1`` is exact near 1, so the result stays accurate there)."""
+
+    @staticmethod
+    def forward(ctx, u: torch.Tensor) -> torch.Tensor:
+        shifted = u - 1.0
+        root = shifted.sqrt() * (u + 1.0).sqrt()  # no overflow of (u - 1)(u + 1)
+        ctx.save_for_backward(root)
+        return torch.log1p(shifted + root)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (root,) = ctx.saved_tensors
+        return grad / root
+
+
+def asinh(u: torch.Tensor) -> torch.Tensor:
+    """Inverse hyperbolic sine (fast on CPU, with its exact derivative ``1/sqrt(1+u^2)``)."""
+    return _Asinh.apply(u)
+
+
+def acosh(u: torch.Tensor) -> torch.Tensor:
+    """Inverse hyperbolic cosine for ``u >= 1`` (callers clamp the argument)."""
+    return _Acosh.apply(u)
+
+
 def curvature_scale(curvature: float) -> float:
     """``c = sqrt(-K)``; raises for a non-negative curvature."""
     if not curvature < 0:
         raise ValueError(f"the curvature K must be negative, got {curvature}")
     return math.sqrt(-curvature)
+
+
+def times(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """``x * factor``, skipping the copy when ``factor == 1`` (the default curvature ``K = -1``)."""
+    return x if factor == 1.0 else x * factor
 
 
 def inner(x: torch.Tensor, y: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
@@ -76,41 +129,41 @@ def logmap0(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Spatial part of the logarithm at the origin (the time part is 0)."""
     x_s = x[..., 1:]
     n = _norm(x_s)
-    return torch.asinh(c * n) / (c * n) * x_s
+    return asinh(c * n) / (c * n) * x_s
 
 
 def dist0(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Geodesic distance to the origin."""
-    return torch.asinh(c * x[..., 1:].pow(2).sum(-1).clamp_min(_eps(x)).sqrt()) / c
+    return asinh(c * x[..., 1:].pow(2).sum(-1).clamp_min(_eps(x)).sqrt()) / c
 
 
 def dist(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Geodesic distance ``arccosh(K <x, y>_L) / c``."""
     arg = (-(c**2) * inner(x, y)).clamp_min(1.0 + _eps(x))
-    return torch.acosh(arg) / c
+    return acosh(arg) / c
 
 
 def expmap(x: torch.Tensor, v: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Exponential map at ``x`` of a tangent vector ``v`` (ambient coordinates)."""
-    xu, vu = x * c, v * c
+    xu, vu = times(x, c), times(v, c)
     n = inner(vu, vu, keepdim=True).clamp_min(_eps(x)).sqrt()
-    return (torch.cosh(n) * xu + torch.sinh(n) * vu / n) / c
+    return times(torch.cosh(n) * xu + torch.sinh(n) * vu / n, 1.0 / c)
 
 
 def logmap(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Logarithm at ``x`` of ``y`` (ambient tangent vector at ``x``)."""
-    xu, yu = x * c, y * c
+    xu, yu = times(x, c), times(y, c)
     alpha = (-inner(xu, yu, keepdim=True)).clamp_min(1.0 + _eps(x))
     direction = yu - alpha * xu
     n = inner(direction, direction, keepdim=True).clamp_min(_eps(x)).sqrt()
-    return torch.acosh(alpha) * direction / n / c
+    return times(acosh(alpha) * direction / n, 1.0 / c)
 
 
 def transp(x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Parallel transport of ``v`` from ``T_x`` to ``T_y``."""
-    xu, yu, vu = x * c, y * c, v * c
+    xu, yu, vu = times(x, c), times(y, c), times(v, c)
     coef = inner(yu, vu, keepdim=True) / (1.0 - inner(xu, yu, keepdim=True))
-    return (vu + coef * (xu + yu)) / c
+    return times(vu + coef * (xu + yu), 1.0 / c)
 
 
 def transp0(x: torch.Tensor, u_s: torch.Tensor, c: float = 1.0) -> torch.Tensor:
@@ -123,6 +176,14 @@ def transp0(x: torch.Tensor, u_s: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     return (u + coef * (o + xu)) / c
 
 
+def gyro_add_spatial(
+    x_t: torch.Tensor, x_s: torch.Tensor, y_t: torch.Tensor, y_s: torch.Tensor
+) -> torch.Tensor:
+    """Spatial part of ``x (+) y`` on the unit hyperboloid from the parts of ``x`` and ``y``."""
+    k = (x_s * y_s).sum(-1, keepdim=True) / (1.0 + x_t)
+    return y_t * x_s + y_s + k * x_s
+
+
 def gyro_add(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     """Gyro-addition ``x (+) y = exp_x(PT_{o->x}(log_o y))``; ``o`` is the neutral element.
 
@@ -130,11 +191,9 @@ def gyro_add(x: torch.Tensor, y: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     ``cosh r = y_t``, ``sinh(r) log_o(y) / r = y_s``, so the exponential map collapses to
     ``y_t x + PT_{o->x}(0, y_s)`` — no transcendental functions.
     """
-    xu, yu = x * c, y * c
-    x_t, x_s, y_t, y_s = xu[..., :1], xu[..., 1:], yu[..., :1], yu[..., 1:]
-    k = (x_s * y_s).sum(-1, keepdim=True) / (1.0 + x_t)
-    spatial = y_t * x_s + y_s + k * x_s
-    return lift(spatial / c, c)
+    xu, yu = times(x, c), times(y, c)
+    spatial = gyro_add_spatial(xu[..., :1], xu[..., 1:], yu[..., :1], yu[..., 1:])
+    return lift(times(spatial, 1.0 / c), c)
 
 
 def gyro_neg(x: torch.Tensor) -> torch.Tensor:

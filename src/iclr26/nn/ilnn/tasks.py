@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+from pathlib import Path
+
 import numpy as np
 
 from iclr26.data import as_rng
@@ -47,3 +51,34 @@ def phylo_dna(
     seqs = np.take_along_axis(seqs, idx, axis=1)
     labels = leaf // (n_leaves // 2**class_depth)
     return np.eye(4, dtype=np.float32)[seqs], labels.astype(np.int64)
+
+
+def load_cifar10(
+    root: str | os.PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The user's CIFAR-10 (python-pickle batches ``data_batch_1..5`` and ``test_batch``) from
+    ``root`` or the directory named by ``$ICLR26_CIFAR10``, as float32 images ``(N, 3, 32, 32)``
+    scaled to [0, 1] and int64 labels: ``(x_train, y_train, x_test, y_test)``. Nothing is
+    downloaded; a missing directory or batch raises ``FileNotFoundError``."""
+    root = root if root is not None else os.environ.get("ICLR26_CIFAR10")
+    if not root:
+        raise FileNotFoundError("set ICLR26_CIFAR10 to the directory of the CIFAR-10 batches")
+    folder = Path(root)
+
+    def read(name: str) -> tuple[np.ndarray, np.ndarray]:
+        path = folder / name
+        if not path.is_file():
+            raise FileNotFoundError(f"CIFAR-10 batch {name!r} not found in {folder}")
+        with path.open("rb") as handle:
+            batch = pickle.load(handle, encoding="bytes")
+        data = np.asarray(batch[b"data"], dtype=np.uint8)
+        if data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+            raise ValueError(f"{name}: expected (N, 3072) uint8 rows, got {data.shape}")
+        images = data.reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
+        return images, np.asarray(batch[b"labels"], dtype=np.int64)
+
+    parts = [read(f"data_batch_{k}") for k in range(1, 6)]
+    x_test, y_test = read("test_batch")
+    x_train = np.concatenate([p[0] for p in parts])
+    y_train = np.concatenate([p[1] for p in parts])
+    return x_train, y_train, x_test, y_test
