@@ -79,6 +79,7 @@ def _tune_and_train(configs, data, sizes, epochs, seeds, ctx, label, readout=Non
     for family, options in configs.items():
         val_scores = []
         for alpha, tau in options:
+            torch.manual_seed(ctx.seed)  # the same initial weights in every process
             model = make_snn(n_in, hidden, n_out, alpha, tau, readout)
             train_snn(model, x_tr[fit_idx], y_tr[fit_idx], epochs, ctx.seed)
             val_scores.append(accuracy(model, x_tr[val_idx], y_tr[val_idx]))
@@ -87,6 +88,7 @@ def _tune_and_train(configs, data, sizes, epochs, seeds, ctx, label, readout=Non
         alpha, tau = options[int(np.argmax(val_scores))]
         models, accs = [], []
         for seed in seeds:
+            torch.manual_seed(ctx.seed + seed)
             model = make_snn(n_in, hidden, n_out, alpha, tau, readout)
             train_snn(model, x_tr, y_tr, epochs, ctx.seed + seed)
             models.append(model)
@@ -137,10 +139,7 @@ def _bar_figure(ctx, name, values: dict, ylabel: str, title: str) -> str:
     errs = [np.std(values[k]) for k in labels]
     ax.bar(labels, means, yerr=errs, color=["tab:orange", "tab:blue"][: len(labels)])
     ax.set(ylabel=ylabel, title=title)
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, name)
     return str(path)
 
 
@@ -154,7 +153,6 @@ def _bar_figure(ctx, name, values: dict, ylabel: str, title: str) -> str:
     "(alpha and LIF tau each tuned on a validation split); partial if higher by less",
 )
 def accuracy_vs_lif(ctx: Context) -> Result:
-    torch.set_num_threads(2)
     result, _ = _digits_experiment(ctx.scale.value, ctx.seed)
     f, lif = result["f-LIF"], result["LIF"]
     gain = f["acc_mean"] - lif["acc_mean"]
@@ -185,7 +183,6 @@ def accuracy_vs_lif(ctx: Context) -> Result:
     "tau in {2, 4, 8, 16}, each chosen on validation)",
 )
 def long_memory(ctx: Context) -> Result:
-    torch.set_num_threads(2)
     n, T, epochs, seeds = ctx.pick((200, 16, 1, (0,)), (3000, 48, 8, (0,)), (3000, 48, 30, (0, 1)))
     x, y = delayed_cue(n=n, T=T, seed=ctx.seed)
     x, y = torch.from_numpy(x), torch.from_numpy(y)
@@ -232,7 +229,6 @@ def flip_events(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     "(same networks as accuracy-vs-lif; curve over p in {0, 0.05, 0.1, 0.2} reported)",
 )
 def noise_robustness(ctx: Context) -> Result:
-    torch.set_num_threads(2)
     result, (_, (x_te, y_te)) = _digits_experiment(ctx.scale.value, ctx.seed)
     levels = (0.0, 0.05, 0.1, 0.2)
     curves = {}
@@ -254,10 +250,7 @@ def noise_robustness(ctx: Context) -> Result:
         ax.plot(levels, curve, marker="o", label=family)
     ax.set(xlabel="event flip probability", ylabel="test accuracy", title="noise robustness")
     ax.legend()
-    fig.tight_layout()
-    path = ctx.figure_path(SLUG, "noise-robustness")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = ctx.save_figure(fig, SLUG, "noise-robustness")
     return Result.judge(
         metrics={
             "f_snn_curve": curves["f-LIF"],
@@ -279,7 +272,6 @@ def noise_robustness(ctx: Context) -> Result:
     "accuracy-vs-lif networks and test set",
 )
 def energy_comparable(ctx: Context) -> Result:
-    torch.set_num_threads(2)
     result, (_, (x_te, _)) = _digits_experiment(ctx.scale.value, ctx.seed)
     stats = {}
     for family in ("f-LIF", "LIF"):

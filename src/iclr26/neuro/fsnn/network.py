@@ -9,6 +9,13 @@ from .neurons import FractionalLIF
 from .solvers import check_alpha
 
 
+def _check_sequence(x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"inputs must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < 3:
+        raise ValueError(f"inputs must have shape (T, B, features...), got {tuple(x.shape)}")
+
+
 class SNNWrapper(nn.Module):
     """Runs ``base`` (an ``nn.Sequential`` of Linear/Conv/... layers and fractional neurons) on
     ``(T, B, ...)`` inputs: neuron layers see the whole time axis (they keep the history),
@@ -23,7 +30,7 @@ class SNNWrapper(nn.Module):
         self,
         base: nn.Sequential,
         alpha: float | None = None,
-        per_layer_alpha: list[float] | None = None,
+        per_layer_alpha: list[float | list[float]] | None = None,
         readout_steps: int | None = None,
     ) -> None:
         super().__init__()
@@ -46,8 +53,7 @@ class SNNWrapper(nn.Module):
         return [m for m in self.base if isinstance(m, FractionalLIF)]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() < 3:
-            raise ValueError("inputs must have shape (T, B, ...)")
+        _check_sequence(x)
         steps, batch = x.shape[:2]
         for layer in self.base:
             if isinstance(layer, FractionalLIF):
@@ -75,6 +81,7 @@ def snn_energy(
     """
     if not isinstance(model, SNNWrapper):
         raise TypeError("model must be an SNNWrapper")
+    _check_sequence(x)
     steps, batch = x.shape[:2]
     sop, mac, rates = 0.0, 0.0, []
     first = True

@@ -1,154 +1,357 @@
-"""Explicit solvers for the Caputo fractional ODE ``D^alpha v = f(v, t)``, ``0 < alpha <= 1``.
+"""Solvers for the Caputo fractional ODE ``D^alpha v = f(v, t)``, ``0 < alpha <= 1``, and for
+multi-term orders ``sum_i a_i D^{alpha_i} v = f``.
 
 Each scheme writes the new state as an affine function of the newest right-hand side,
-``v_k = v_0 + gain * f_{k-1} + memory_k``, where ``memory_k`` sums the stored history with
+``v_k = v_0 + gain * f + memory_k``, where ``memory_k`` sums the stored history with
 power-law weights. That form lets a neuron compute the charge it would reach, decide whether it
-spikes, and fold the reset into ``f`` before committing the step.
+spikes, and fold the reset into ``f`` before committing the step. With ``u = v - v_0`` (Caputo
+form; the Riemann-Liouville schemes below equal Caputo for ``u_0 = 0``):
 
-* ``gl``  Grünwald-Letnikov: ``c_0 = 1``, ``c_j = c_{j-1} (1 - (1 + alpha)/j)``,
-  ``u_k = h^alpha f - sum_{j=1}^{min(k, M)} c_j u_{k-j}`` with ``u = v - v_0`` (Caputo form).
-* ``l1``  Caputo L1: ``b_j = (j+1)^(1-alpha) - j^(1-alpha)``,
+* ``gl``  Grünwald-Letnikov, first order: ``c_0 = 1``, ``c_j = c_{j-1} (1 - (1 + alpha)/j)``,
+  ``u_k = h^alpha f - sum_{j=1}^{min(k, M)} c_j u_{k-j}``. Multi-term:
+  ``u_k = [f - sum_i a_i h^{-alpha_i} sum_{j>=1} c_j^{(alpha_i)} u_{k-j}] / sum_i a_i h^{-alpha_i}``.
+* ``l1``  Caputo L1, order ``2 - alpha``: ``b_j = (j+1)^(1-alpha) - j^(1-alpha)``,
   ``u_k = u_{k-1} + Gamma(2-alpha) h^alpha f - sum_{j>=1} b_j (u_{k-j} - u_{k-j-1})``.
-* ``pred`` fractional Adams-Bashforth predictor on the Volterra form:
+* ``pred`` fractional Adams-Bashforth predictor on the Volterra form ``u(t) = I^alpha f``:
   ``u_k = h^alpha / Gamma(alpha+1) sum_{j<k} ((k-j)^alpha - (k-1-j)^alpha) f_j``.
+* ``trap`` product trapezoidal rule on the Volterra form (second order for smooth ``f``;
+  implicit in ``f_k``): ``u_k = h^alpha / Gamma(alpha+2) [f_k + sum_{j<k} a_{j,k} f_j]`` with
+  ``a_{0,k} = (k-1)^{alpha+1} - (k-1-alpha) k^alpha`` and
+  ``a_{j,k} = (k-j+1)^{alpha+1} - 2 (k-j)^{alpha+1} + (k-j-1)^{alpha+1}``.
 
-With ``alpha = 1`` all three reduce to forward Euler, ``v_k = v_{k-1} + h f``.
+With ``alpha = 1``, ``gl``, ``l1`` and ``pred`` reduce to forward Euler ``v_k = v_{k-1} + h f``,
+``trap`` to the trapezoidal rule. The weights of a whole sequence are built once, as one
+lower-triangular matrix (differentiable in a learnable ``alpha``), so a step is one
+matrix-vector product over the stored history.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 import torch
 
-METHODS = ("gl", "l1", "pred")
+METHODS = ("gl", "l1", "pred", "trap")
+STORES_RHS = ("pred", "trap")  # methods whose history holds f_j instead of u_j
+IMPLICIT = ("trap",)  # methods whose gain multiplies f at the new state
 
 
-def check_alpha(alpha: float) -> None:
-    if not isinstance(alpha, (int, float)) or not 0.0 < float(alpha) <= 1.0:
-        raise ValueError(f"alpha must lie in (0, 1], got {alpha!r}")
+def _orders(alpha) -> list[float]:
+    """The order(s) as floats; raises unless each lies in (0, 1]."""
+    if isinstance(alpha, bool):
+        raise TypeError("alpha must be a number or a sequence of numbers, got a bool")
+    if isinstance(alpha, torch.Tensor):
+        if alpha.dim() > 1:
+            raise ValueError(f"alpha must be a scalar or 1-d, got shape {tuple(alpha.shape)}")
+        values = alpha.detach().reshape(-1).tolist()
+    elif isinstance(alpha, (int, float)):
+        values = [float(alpha)]
+    elif isinstance(alpha, Sequence) and not isinstance(alpha, str):
+        values = list(alpha)
+        if not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in values):
+            raise TypeError(f"orders must be numbers, got {alpha!r}")
+    else:
+        raise TypeError(f"alpha must be a number or a sequence of numbers, got {alpha!r}")
+    if not values:
+        raise ValueError("need at least one fractional order")
+    for a in values:
+        if not 0.0 < float(a) <= 1.0:  # also rejects nan
+            raise ValueError(f"alpha must lie in (0, 1], got {a!r}")
+    return [float(a) for a in values]
+
+
+def check_alpha(alpha) -> None:
+    """Raise ``ValueError`` unless ``alpha`` (a number or a list of orders) lies in (0, 1]."""
+    _orders(alpha)
+
+
+def check_coefficients(coefficients, n_terms: int) -> list[float]:
+    """Multi-term weights ``a_i``: one positive finite number per order (default: ones)."""
+    if coefficients is None:
+        return [1.0] * n_terms
+    if isinstance(coefficients, torch.Tensor):
+        coefficients = coefficients.detach().reshape(-1).tolist()
+    elif isinstance(coefficients, (int, float)):
+        coefficients = [float(coefficients)]
+    values = [float(a) for a in coefficients]
+    if len(values) != n_terms:
+        raise ValueError(f"need {n_terms} coefficients (one per order), got {len(values)}")
+    if not all(math.isfinite(a) and a > 0 for a in values):
+        raise ValueError(f"coefficients must be positive and finite, got {values}")
+    return values
+
+
+def _as_order_tensor(alpha) -> torch.Tensor:
+    """A checked number becomes a default-dtype tensor; a floating tensor keeps its dtype
+    (and its graph, for a learnable order)."""
+    if isinstance(alpha, torch.Tensor) and alpha.is_floating_point():
+        return alpha
+    check_alpha(alpha)
+    return torch.as_tensor(alpha, dtype=torch.get_default_dtype())
 
 
 def gl_coefficients(alpha: float | torch.Tensor, length: int) -> torch.Tensor:
     """Grünwald-Letnikov weights ``c_0..c_{length-1}`` (differentiable in a tensor ``alpha``)."""
     if length < 1:
         raise ValueError("length must be >= 1")
-    alpha = torch.as_tensor(alpha, dtype=torch.get_default_dtype())
+    alpha = _as_order_tensor(alpha)
     j = torch.arange(1, length, dtype=alpha.dtype)
     factors = 1.0 - (1.0 + alpha) / j
     return torch.cat([torch.ones(1, dtype=alpha.dtype), torch.cumprod(factors, 0)])
 
 
+def _pow(base: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
+    """``base ** exponent`` with ``0 ** e = 0`` and a finite gradient in ``e`` at base 0."""
+    positive = base > 0
+    return torch.where(positive, base.clamp(min=1.0) ** exponent, torch.zeros_like(base))
+
+
 def l1_coefficients(alpha: float | torch.Tensor, length: int) -> torch.Tensor:
     """L1 weights ``b_j = (j+1)^(1-alpha) - j^(1-alpha)``, ``j = 0..length-1``."""
-    alpha = torch.as_tensor(alpha, dtype=torch.get_default_dtype())
+    alpha = _as_order_tensor(alpha)
     j = torch.arange(length, dtype=alpha.dtype)
-    return (j + 1) ** (1 - alpha) - j ** (1 - alpha)
+    return _pow(j + 1, 1 - alpha) - _pow(j, 1 - alpha)
+
+
+def _gather(values: torch.Tensor, index: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    picked = values[index.clamp(0, values.numel() - 1)]
+    return torch.where(mask, picked, torch.zeros_like(picked))
 
 
 class FractionalIntegrator:
     """Keeps one layer's history and advances ``D^alpha v = f`` one step at a time.
 
-    ``memory`` is the number of past terms kept in the power-law sums (``-1``: all).
+    Args:
+        alpha: order in (0, 1] (float or tensor; a tensor that requires grad stays in the
+            graph), or a sequence of orders for a multi-term equation (``gl`` only).
+        h: time step. method: ``"gl"``, ``"l1"``, ``"pred"`` or ``"trap"``.
+        memory: number of past terms kept in the power-law sums (``-1``: all).
+        v0: initial value. coefficients: multi-term weights ``a_i`` (default ones).
+
+    A step: ``memory_term()`` gives everything but ``gain * f``; the caller forms
+    ``u = gain * f + memory`` (with ``f`` at the old state for explicit methods, at the new
+    state for ``trap``) and hands it to ``commit``.
     """
 
     def __init__(
         self,
-        alpha: float | torch.Tensor,
+        alpha: float | Sequence[float] | torch.Tensor,
         h: float = 1.0,
         method: str = "gl",
         memory: int = -1,
         v0: torch.Tensor | float = 0.0,
+        coefficients: Sequence[float] | torch.Tensor | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        if h <= 0:
-            raise ValueError("step h must be positive")
-        if memory == 0 or memory < -1:
-            raise ValueError("memory must be -1 (full) or a positive number of steps")
-        self.alpha = torch.as_tensor(alpha)
+        if not isinstance(h, (int, float)) or not h > 0:
+            raise ValueError(f"step h must be a positive number, got {h!r}")
+        if not isinstance(memory, int) or memory == 0 or memory < -1:
+            raise ValueError(f"memory must be -1 (full) or a positive int, got {memory!r}")
+        orders = _orders(alpha)
+        self.n_terms = len(orders)
+        if self.n_terms > 1 and method != "gl":
+            raise ValueError(f"multi-term orders need method='gl', got {method!r}")
+        self.term_weights = check_coefficients(coefficients, self.n_terms)
+        learnable = isinstance(alpha, torch.Tensor) and alpha.requires_grad
+        if learnable:
+            self.alpha = alpha.reshape(-1) if self.n_terms > 1 else alpha.reshape(())
+        else:
+            self.alpha = torch.tensor(
+                orders if self.n_terms > 1 else orders[0], dtype=torch.float64
+            )
         self.h, self.method, self.memory = float(h), method, memory
         self.v0 = v0
-        self.history: list[torch.Tensor] = []  # u_1, u_2, ... (u_0 = 0 is implicit)
-        self.rhs_history: list[torch.Tensor] = []  # f_0, f_1, ... (pred only)
-        self._coefficients = torch.zeros(0)
+        self.stores_rhs = method in STORES_RHS
+        self.implicit = method in IMPLICIT
+        self.history: list[torch.Tensor] = []  # u_1, u_2, ... or f_0, f_1, ...
+        self.steps = 0
+        self.offset: torch.Tensor | float = 0.0  # direct state changes (f-history methods)
+        self._weights: torch.Tensor | None = None
+        self._cast: dict[torch.dtype, tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def _coeff(self, length: int) -> torch.Tensor:
-        if self._coefficients.numel() < length:
-            size = max(length, 2 * self._coefficients.numel(), 16)
-            maker = gl_coefficients if self.method == "gl" else l1_coefficients
-            self._coefficients = maker(self.alpha, size)
-        return self._coefficients[:length]
-
+    # ---- weights -------------------------------------------------------------------------
     @property
     def gain(self) -> torch.Tensor:
         """Weight of the newest right-hand side in the update."""
-        h_alpha = self.h**self.alpha
+        alpha, h = self.alpha, self.h
         if self.method == "gl":
-            return h_alpha
+            if self.n_terms == 1:
+                return h**alpha / self.term_weights[0]
+            a = torch.tensor(self.term_weights, dtype=alpha.dtype)
+            return 1.0 / (a * h ** (-alpha)).sum()
         if self.method == "l1":
-            return torch.exp(torch.lgamma(2 - self.alpha)) * h_alpha
-        return h_alpha / torch.exp(torch.lgamma(self.alpha + 1))
+            return torch.exp(torch.lgamma(2 - alpha)) * h**alpha
+        if self.method == "pred":
+            return h**alpha / torch.exp(torch.lgamma(alpha + 1))
+        return h**alpha / torch.exp(torch.lgamma(alpha + 2))
+
+    def _gl_kernel(self, length: int) -> torch.Tensor:
+        """``d_j``: GL weights, combined over the terms of a multi-term order."""
+        if self.n_terms == 1:
+            return gl_coefficients(self.alpha, length)
+        a = torch.tensor(self.term_weights, dtype=self.alpha.dtype)
+        scaled = a * self.h ** (-self.alpha)
+        share = scaled / scaled.sum()
+        return sum(share[i] * gl_coefficients(self.alpha[i], length) for i in range(self.n_terms))
+
+    def build_weights(self, length: int) -> torch.Tensor:
+        """``W[k, p]``: weight of history entry ``p`` in ``memory_k`` for steps ``k < length``."""
+        alpha = self.alpha
+        dtype = alpha.dtype
+        k = torch.arange(length, dtype=torch.long)[:, None]
+        p = torch.arange(length, dtype=torch.long)[None, :]
+        window = length + 1 if self.memory < 0 else self.memory
+        kf, pf = k.to(dtype), p.to(dtype)
+        if self.method in ("gl", "l1"):  # entry p holds u_{p+1}; lag m = k - p - 1
+            lag = k - p - 1
+            if self.method == "gl":
+                d = self._gl_kernel(length + 1)
+                return -_gather(d, lag, (lag >= 1) & (lag <= window))
+            b = l1_coefficients(alpha, length + 1)
+            last = torch.minimum(k, torch.full_like(k, window)) - 1  # J_k
+            newest = (lag == 1).to(dtype)
+            return (
+                torch.where(lag >= 1, newest, torch.zeros_like(newest))
+                - _gather(b, lag, (lag >= 1) & (lag <= last))
+                + _gather(b, lag - 1, (lag >= 2) & (lag <= last + 1))
+            )
+        gain = self.gain
+        if self.method == "pred":  # entry p holds f_p; f_{k-1} is the newest (weight gain)
+            lag = kf - 1 - pf
+            valid = (lag >= 1) & (lag <= torch.minimum(kf, torch.full_like(kf, window)) - 1)
+            lag = lag.clamp(min=0)
+            w = (lag + 1) ** alpha - _pow(lag, alpha)
+            return gain * torch.where(valid, w, torch.zeros_like(w))
+        # trap: entry p holds f_p, p = 0..k-1; f_k is the newest (weight gain)
+        lag = kf - pf
+        valid = (lag >= 1) & (lag <= window)
+        e = alpha + 1
+        lag = lag.clamp(min=1)  # invalid entries are masked below; keep their gradients finite
+        interior = (lag + 1) ** e - 2 * lag**e + _pow(lag - 1, e)
+        first = _pow(kf - 1, e) - (kf - 1 - alpha) * _pow(kf, alpha)
+        w = torch.where(p == 0, first, interior)
+        return gain * torch.where(valid, w, torch.zeros_like(w))
+
+    def prepare(self, steps: int) -> None:
+        """Build the weights for ``steps`` steps at once (otherwise built on demand)."""
+        if self._weights is None or self._weights.shape[0] < steps + 1:
+            self._weights = self.build_weights(steps + 1)
+            self._cast = {}
+
+    def _weights_for(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        if dtype not in self._cast:
+            self._cast[dtype] = (self._weights.to(dtype), self.gain.to(dtype))
+        return self._cast[dtype]
+
+    def gain_for(self, like: torch.Tensor) -> torch.Tensor:
+        """``gain`` in the dtype of ``like``."""
+        if self._weights is None:
+            self.prepare(16)
+        return self._weights_for(like.dtype)[1]
+
+    # ---- stepping ------------------------------------------------------------------------
+    def start(self, rhs0: torch.Tensor) -> None:
+        """``trap`` needs ``f_0 = f(v_0, t_0)``; without a call it is taken as 0."""
+        if self.method != "trap" or self.history:
+            raise ValueError("start() sets f_0 of the trap scheme before the first step")
+        self.history.append(rhs0)
 
     def memory_term(self, like: torch.Tensor) -> torch.Tensor:
-        """Everything in ``u_k`` except ``gain * f_{k-1}``."""
-        k = len(self.history) + 1
-        window = k if self.memory < 0 else min(k, self.memory)
-        if self.method == "gl":
-            past = self.history[::-1][:window]  # u_{k-1}, u_{k-2}, ... (u_0 = 0 omitted)
-            if not past:
-                return torch.zeros_like(like)
-            c = self._coeff(len(past) + 1)[1:].to(like.dtype)
-            return -torch.tensordot(c, torch.stack(past), dims=1)
-        if self.method == "l1":
-            if not self.history:
-                return torch.zeros_like(like)
-            states = [torch.zeros_like(like)] + self.history  # u_0 .. u_{k-1}
-            diffs = [states[k - j] - states[k - j - 1] for j in range(1, min(k, window))]
-            out = states[-1]
-            if diffs:
-                b = self._coeff(len(diffs) + 1)[1:].to(like.dtype)
-                out = out - torch.tensordot(b, torch.stack(diffs), dims=1)
-            return out
-        # pred: weights ((k-j)^a - (k-1-j)^a) for the stored f_j, j < k-1
-        past = self.rhs_history[::-1][: window - 1]  # f_{k-2}, f_{k-3}, ...
-        if not past:
-            return torch.zeros_like(like)
-        m = torch.arange(1, len(past) + 1, dtype=like.dtype)  # k-1-j
-        w = (m + 1) ** self.alpha.to(like.dtype) - m ** self.alpha.to(like.dtype)
-        return self.gain.to(like.dtype) * torch.tensordot(w, torch.stack(past), dims=1)
+        """Everything in ``u_k`` except ``gain * f``, for the coming step ``k``: one
+        matrix-vector product of the precomputed weight row with the stacked history."""
+        k = self.steps + 1
+        if self._weights is None or self._weights.shape[0] <= k:
+            self.prepare(max(2 * k, 16))
+        if self.method == "trap" and not self.history:
+            self.history.append(torch.zeros_like(like))  # f_0 = 0: at rest, no input yet
+        weights, _ = self._weights_for(like.dtype)
+        n = len(self.history)
+        lo = 0 if self.memory < 0 else max(0, n - self.memory - 1)  # older weights are 0
+        if n == lo:
+            out = torch.zeros_like(like)
+        else:
+            past = torch.stack(self.history[lo:]).reshape(n - lo, -1)
+            out = (weights[k, lo:n] @ past).reshape(like.shape)
+        return out + self.offset if self.stores_rhs else out
 
-    def commit(self, u_new: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-        """Store ``u_k`` (and ``f_{k-1}`` for ``pred``); returns ``v_k = v_0 + u_k``."""
-        self.history.append(u_new)
-        if self.method == "pred":
-            self.rhs_history.append(rhs)
-        return self.v0 + u_new
+    def commit(
+        self,
+        u_new: torch.Tensor,
+        rhs: torch.Tensor | None = None,
+        jump: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Store step ``k``: ``u_k`` (``gl``/``l1``) or its right-hand side (``pred``: the
+        ``f_{k-1}`` it used, ``trap``: ``f_k``). ``jump``: a change made to the state
+        directly (e.g. a reset), which ``pred``/``trap`` keep as an offset. Returns ``v_k``."""
+        if self.stores_rhs:
+            if rhs is None:
+                raise ValueError(f"method {self.method!r} stores the right-hand side; pass rhs")
+            self.history.append(rhs)
+            if jump is not None:
+                self.offset = self.offset + jump
+        else:
+            self.history.append(u_new)
+        self.steps += 1
+        self._last = self.v0 + u_new
+        return self._last
 
     def step(self, rhs: torch.Tensor) -> torch.Tensor:
-        """Advance by one step given ``f_{k-1}``; returns ``v_k``."""
-        u_new = self.gain.to(rhs.dtype) * rhs + self.memory_term(rhs)
+        """Explicit step with the given right-hand side; returns ``v_k``."""
+        memory = self.memory_term(rhs)
+        u_new = self.gain_for(rhs) * rhs + memory
         return self.commit(u_new, rhs)
 
     @property
     def state(self) -> torch.Tensor | float:
-        return self.v0 + self.history[-1] if self.history else self.v0
+        return self._last if self.steps else self.v0
 
 
 def solve(
     rhs: Callable[[torch.Tensor, float], torch.Tensor],
-    v0: torch.Tensor,
-    alpha: float,
+    v0: torch.Tensor | float,
+    alpha: float | Sequence[float],
     h: float,
     steps: int,
     method: str = "gl",
     memory: int = -1,
+    coefficients: Sequence[float] | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 100,
 ) -> torch.Tensor:
-    """Integrate ``D^alpha v = rhs(v, t)`` from ``v(0) = v0``; returns ``v_0..v_steps``."""
+    """Integrate ``D^alpha v = rhs(v, t)`` (or ``sum_i a_i D^{alpha_i} v = rhs``) from
+    ``v(0) = v0`` in float64; returns ``v_0..v_steps``.
+
+    Explicit methods evaluate ``rhs`` at the previous state; ``trap`` is implicit and iterates
+    its corrector to a fixed point (converges when ``h^alpha L / Gamma(alpha+2) < 1`` for an
+    ``L``-Lipschitz ``rhs``).
+    """
     check_alpha(alpha)
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
     v0 = torch.as_tensor(v0, dtype=torch.float64)
-    integrator = FractionalIntegrator(alpha, h, method, memory, v0=v0)
+    integrator = FractionalIntegrator(alpha, h, method, memory, v0=v0, coefficients=coefficients)
+    integrator.prepare(steps + 1)
     values = [v0]
-    for k in range(steps):
-        values.append(integrator.step(rhs(values[-1], k * h)))
+    if integrator.implicit:
+        integrator.start(torch.as_tensor(rhs(v0, 0.0), dtype=torch.float64))
+    for k in range(1, steps + 1):
+        if not integrator.implicit:
+            values.append(integrator.step(rhs(values[-1], (k - 1) * h)))
+            continue
+        memory_k = integrator.memory_term(v0)
+        gain = integrator.gain_for(v0)
+        u = values[-1] - v0
+        for _ in range(max_iter):
+            u_next = gain * rhs(v0 + u, k * h) + memory_k
+            change = float((u_next - u).abs().max())
+            u = u_next
+            if change <= tol * (1.0 + float(u.abs().max())):
+                break
+        else:
+            raise RuntimeError(
+                f"the {method} corrector did not converge at step {k}; use a smaller step h"
+            )
+        values.append(integrator.commit(u, rhs(v0 + u, k * h)))
     return torch.stack(values)
