@@ -350,3 +350,21 @@ def test_claims_smoke(name, tmp_path):
     record = run_claim("lmkan", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
+
+
+def test_matched_accuracy_from_lmkans_side_picks_cheapest_accurate_baseline():
+    from iclr26.nn.lmkan.claims import _at_lmkan_best
+
+    rows = [
+        {"family": "lmkan", "width": 4, "flops": 100, "mse": 0.30},
+        {"family": "lmkan", "width": 8, "flops": 200, "mse": 0.20},
+        {"family": "mlp", "width": 16, "flops": 150, "mse": 0.25},
+        {"family": "mlp", "width": 32, "flops": 500, "mse": 0.19},
+        {"family": "mlp", "width": 64, "flops": 900, "mse": 0.10},
+    ]
+    out = _at_lmkan_best(rows, "mse")
+    assert out["lmkan"]["width"] == 8 and out["mlp"]["width"] == 32
+    assert out["flops_ratio_mlp_over_lmkan"] == pytest.approx(2.5)
+    assert _at_lmkan_best(rows[:3], "mse") is None
+    cnn = [dict(r, family="cnn") if r["family"] == "mlp" else r for r in rows]
+    assert _at_lmkan_best(cnn, "mse", baseline="cnn")["flops_ratio_cnn_over_lmkan"] == 2.5
