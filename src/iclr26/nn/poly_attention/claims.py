@@ -141,12 +141,13 @@ def _slope(ns, ts) -> float:
     "needs cubic time",
     paper_value="tree polynomials: exact n^(2+o(1)); tensor/Strassen: superquadratic lower bounds",
     criterion="max |tree - brute| <= 1e-9 (float64) and <= 1e-4 (float32) at n in {8, 16}; "
-    "log-log runtime slope(tree) <= 2.3 and slope(tensor3, brute) >= 2.7 (d = 32, median of 5)",
+    "log-log wall-clock slope(tree) <= 2.3 and slope(tensor3, brute) >= 2.7 (2 threads, d = 32, "
+    "batch 1, median of 5); the same thresholds on 1-thread CPU time reported as a second criterion",
     timeout_s={"quick": 300},
 )
 def exact_quadratic(ctx: Context) -> Result:
-    # One thread: process CPU time then counts the work of the algorithm only. With several
-    # OpenMP threads on a shared machine, idle threads spinning at barriers are charged too.
+    # One thread for the CPU-time series (it then counts the algorithm's own work only); the
+    # spec's wall-clock series switches to 2 threads around each call.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -197,44 +198,45 @@ def _exact_quadratic(ctx: Context) -> Result:
         timings[poly] = {"n": list(ns), "seconds": ts, "slope": _slope(ns, ts)}
         wall_2_threads[poly] = {"n": list(ns), "seconds": walls, "slope": _slope(ns, walls)}
         ctx.report((k + 1) / len(sizes), poly)
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for poly, rec in timings.items():
-        ax.plot(rec["n"], rec["seconds"], marker="o", label=f"{poly} (slope {rec['slope']:.2f})")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length n",
-        ylabel="CPU seconds (median)",
-        title="forward CPU time, d = 32, batch 1, 1 thread",
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+    panels = (
+        (axes[0], wall_2_threads, "wall-clock seconds (median)", "spec: wall-clock, 2 threads"),
+        (axes[1], timings, "CPU seconds (median)", "ours: process CPU time, 1 thread"),
     )
-    ax.legend()
+    for ax, recs, ylabel, title in panels:
+        for poly, rec in recs.items():
+            ax.plot(rec["n"], rec["seconds"], marker="o", label=f"{poly} ({rec['slope']:.2f})")
+        ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=ylabel)
+        ax.set_title(f"forward time, d = 32, batch 1 — {title}", fontsize=9)
+        ax.legend(fontsize=8)
     path = ctx.save_figure(fig, SLUG, "exact-quadratic-tree-attention")
-    slope_tree, slope_t3 = timings["tree:path:2"]["slope"], timings["tensor3"]["slope"]
     wall_tree, wall_t3 = wall_2_threads["tree:path:2"]["slope"], wall_2_threads["tensor3"]["slope"]
+    cpu_tree, cpu_t3 = timings["tree:path:2"]["slope"], timings["tensor3"]["slope"]
     return Result.judge(
         metrics={
             "max_err_float64": errors["float64"],
             "max_err_float32": errors["float32"],
-            "slope_tree": slope_tree,
-            "timings_tree": timings["tree:path:2"],
-            # Second, named criterion (not the verdict): the spec's thresholds on the spec's
-            # wall-clock, 2-thread timings, which are noisy whenever the machine is shared.
-            "wall_2_threads": wall_2_threads,
-            "wall_2_threads_slope_tree": wall_tree,
-            "wall_2_threads_slope_tensor3": wall_t3,
-            "wall_2_threads_criterion_holds": bool(wall_tree <= 2.3 and wall_t3 >= 2.7),
+            "slope_tree": wall_tree,
+            "timings_tree": wall_2_threads["tree:path:2"],
+            # Second, named criterion (ours, reported, not the verdict): the same thresholds on
+            # single-thread process CPU time, which counts the algorithm's own work only and is
+            # stable when other jobs share the machine.
+            "cpu_1_thread": timings,
+            "cpu_1_thread_slope_tree": cpu_tree,
+            "cpu_1_thread_slope_tensor3": cpu_t3,
+            "cpu_1_thread_criterion_holds": bool(cpu_tree <= 2.3 and cpu_t3 >= 2.7),
         },
         baseline={
-            "slope_tensor3": slope_t3,
-            "slope_self": timings["self"]["slope"],
-            "slope_strassen": timings["strassen"]["slope"],
-            "timings": timings,
+            "slope_tensor3": wall_t3,
+            "slope_self": wall_2_threads["self"]["slope"],
+            "slope_strassen": wall_2_threads["strassen"]["slope"],
+            "timings": wall_2_threads,
         },
         required={
             "float64 error <= 1e-9": errors["float64"] <= 1e-9,
             "float32 error <= 1e-4": errors["float32"] <= 1e-4,
-            "slope(tree) <= 2.3": slope_tree <= 2.3,
-            "slope(tensor3) >= 2.7": slope_t3 >= 2.7,
+            "slope(tree) <= 2.3": wall_tree <= 2.3,
+            "slope(tensor3) >= 2.7": wall_t3 >= 2.7,
         },
         figures=[str(path)],
     )
