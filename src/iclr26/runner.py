@@ -257,6 +257,10 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
+def _slots(task: Task, jobs: int) -> int:
+    return max(1, min(int(task.cpus), jobs))
+
+
 def _run_local(
     tasks: list[Task],
     out_dir: Path,
@@ -266,12 +270,19 @@ def _run_local(
 ) -> None:
     ctx = mp.get_context(_mp_context().get_start_method())
     channel = ctx.Queue()
-    pending = list(tasks)
+    # A claim that declares ``cpus=k`` takes min(k, jobs) of the ``jobs`` slots, so a claim that
+    # times a 2-thread computation does not share the cores with another claim. Those claims go
+    # first (stable order otherwise), so none of them waits behind a stream of 1-CPU claims.
+    pending = sorted(tasks, key=lambda t: -_slots(t, jobs))
     running: dict[tuple, tuple[Task, Any, float]] = {}
     n_threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
     try:
         while pending or running:
-            while pending and len(running) < jobs:
+            while (
+                pending
+                and sum(_slots(r[0], jobs) for r in running.values()) + _slots(pending[0], jobs)
+                <= jobs
+            ):
                 task = pending.pop(0)
                 threads = max(n_threads, task.cpus)
                 proc = ctx.Process(

@@ -102,3 +102,39 @@ def test_results_file_that_is_not_ours_is_refused(tmp_path):
     (tmp_path / "results.json").write_text('{"something": 1}')
     with pytest.raises(ValueError, match="not a results file"):
         load_results(tmp_path)
+
+
+def _interval_claim(ctx, label):
+    start = time.time()
+    time.sleep(0.6)
+    (ctx.out_dir / f"interval-{label}.json").write_text(json.dumps([start, time.time()]))
+    return Result.judge(metrics={}, required={"ran": True})
+
+
+@claim(paper=PAPER, name="short-a", statement="-", paper_value="-", criterion="-")
+def short_a(ctx):
+    return _interval_claim(ctx, "a")
+
+
+@claim(paper=PAPER, name="short-b", statement="-", paper_value="-", criterion="-")
+def short_b(ctx):
+    return _interval_claim(ctx, "b")
+
+
+@claim(paper=PAPER, name="wide", statement="-", paper_value="-", criterion="-", cpus=2)
+def wide(ctx):
+    return _interval_claim(ctx, "wide")
+
+
+def test_a_claim_declaring_two_cpus_runs_alone_and_first(tmp_path):
+    tasks = [task("short-a"), Task(PAPER, "wide", "smoke", 0, 30.0, cpus=2), task("short-b")]
+    summary = run_tasks(tasks, scale="smoke", jobs=2, out_dir=tmp_path)
+    assert {r["claim"]: r["verdict"] for r in summary.ran} == dict.fromkeys(
+        ("short-a", "short-b", "wide"), "reproduced"
+    )
+    spans = {
+        k: json.loads((tmp_path / f"interval-{k}.json").read_text()) for k in "a b wide".split()
+    }
+    assert spans["wide"][1] <= min(spans["a"][0], spans["b"][0])
+    # the two 1-CPU claims still share the two slots
+    assert spans["a"][0] < spans["b"][1] and spans["b"][0] < spans["a"][1]

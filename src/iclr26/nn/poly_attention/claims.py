@@ -144,6 +144,7 @@ def _slope(ns, ts) -> float:
     "log-log wall-clock slope(tree) <= 2.3 and slope(tensor3, brute) >= 2.7 (2 threads, d = 32, "
     "batch 1, median of 5); the same thresholds on 1-thread CPU time reported as a second criterion",
     timeout_s={"quick": 300},
+    cpus=2,  # times 2-thread calls: run without another claim beside it
 )
 def exact_quadratic(ctx: Context) -> Result:
     # One thread for the CPU-time series (it then counts the algorithm's own work only); the
