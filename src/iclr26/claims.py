@@ -221,6 +221,7 @@ class Claim:
     gpus: float = 0
     needs_gpu: bool = False
     timeout_s: Mapping[str, float] = field(default_factory=dict)
+    exclusive: bool = False  # it times code: nothing else runs beside it
 
     @property
     def key(self) -> str:
@@ -315,6 +316,7 @@ def claim(
     gpus: float = 0,
     needs_gpu: bool = False,
     timeout_s: Mapping[str, float] | None = None,
+    exclusive: bool = False,
 ) -> Callable[[Callable[[Context], Result]], Callable[[Context], Result]]:
     """Register a claim check for ``paper`` (its catalogue slug) under ``name``."""
 
@@ -330,6 +332,7 @@ def claim(
             gpus=gpus,
             needs_gpu=needs_gpu,
             timeout_s=dict(timeout_s or {}),
+            exclusive=exclusive,
         )
         _REGISTRY.setdefault(paper, {})[name] = entry
         func.claim = entry  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ class Task:
     cpus: int = 1
     gpus: float = 0
     module: str | None = None  # imported by the worker before the claim is looked up
+    exclusive: bool = False  # a timing claim: runs with no other claim beside it
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -149,6 +150,7 @@ def plan(
                     entry.cpus,
                     entry.gpus,
                     module=paper.claims_module,
+                    exclusive=entry.exclusive,
                 )
             )
     return tasks, missing
@@ -258,6 +260,8 @@ def _mp_context():
 
 
 def _slots(task: Task, jobs: int) -> int:
+    if task.exclusive:
+        return max(1, jobs)
     return max(1, min(int(task.cpus), jobs))
 
 
@@ -270,9 +274,9 @@ def _run_local(
 ) -> None:
     ctx = mp.get_context(_mp_context().get_start_method())
     channel = ctx.Queue()
-    # A claim that declares ``cpus=k`` takes min(k, jobs) of the ``jobs`` slots, so a claim that
-    # times a 2-thread computation does not share the cores with another claim. Those claims go
-    # first (stable order otherwise), so none of them waits behind a stream of 1-CPU claims.
+    # A claim that declares ``cpus=k`` takes min(k, jobs) of the ``jobs`` slots, and an
+    # ``exclusive`` (timing) claim takes them all, so timings do not share the cores with another
+    # claim. Those claims go first (stable order otherwise), so none waits behind 1-CPU claims.
     pending = sorted(tasks, key=lambda t: -_slots(t, jobs))
     running: dict[tuple, tuple[Task, Any, float]] = {}
     n_threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
@@ -368,7 +372,13 @@ def _run_ray(
     refs: dict[Any, tuple[Task, float]] = {}
     try:
         for task in tasks:
-            ref = remote.options(num_cpus=task.cpus, num_gpus=task.gpus, max_retries=0).remote(
+            # An exclusive claim asks Ray for every CPU of a local run so that it runs alone.
+            cpus = (
+                max(task.cpus, jobs)
+                if task.exclusive and not os.environ.get("RAY_ADDRESS")
+                else task.cpus
+            )
+            ref = remote.options(num_cpus=cpus, num_gpus=task.gpus, max_retries=0).remote(
                 task, str(out_dir), task.cpus
             )
             refs[ref] = (task, time.monotonic())

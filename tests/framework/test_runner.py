@@ -138,3 +138,27 @@ def test_a_claim_declaring_two_cpus_runs_alone_and_first(tmp_path):
     assert spans["wide"][1] <= min(spans["a"][0], spans["b"][0])
     # the two 1-CPU claims still share the two slots
     assert spans["a"][0] < spans["b"][1] and spans["b"][0] < spans["a"][1]
+
+
+@claim(paper=PAPER, name="timed", statement="-", paper_value="-", criterion="-", exclusive=True)
+def timed(ctx):
+    return _interval_claim(ctx, "timed")
+
+
+def test_exclusive_claim_takes_every_slot_while_cpus_takes_only_its_own(tmp_path):
+    from iclr26.claims import get_claim
+
+    assert get_claim(PAPER, "timed").exclusive and not get_claim(PAPER, "wide").exclusive
+    tasks = [
+        task("short-a"),
+        Task(PAPER, "wide", "smoke", 0, 30.0, cpus=2),
+        Task(PAPER, "timed", "smoke", 0, 30.0, exclusive=True),
+    ]
+    summary = run_tasks(tasks, scale="smoke", jobs=3, out_dir=tmp_path)
+    assert all(r["verdict"] == "reproduced" for r in summary.ran) and len(summary.ran) == 3
+    spans = {
+        k: json.loads((tmp_path / f"interval-{k}.json").read_text()) for k in "a wide timed".split()
+    }
+    assert spans["timed"][1] <= min(spans["a"][0], spans["wide"][0])
+    # with 3 slots, the 2-CPU claim and a 1-CPU claim run side by side
+    assert spans["a"][0] < spans["wide"][1] and spans["wide"][0] < spans["a"][1]

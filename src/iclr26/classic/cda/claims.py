@@ -291,6 +291,7 @@ def _c2_factories(max_iter: int, n_null: int, seed: int) -> dict:
         "partial if only the slope conditions hold"
     ),
     timeout_s={"smoke": 120, "quick": 300, "full": 7200},
+    exclusive=True,  # its verdict rests on timings: nothing runs beside it
 )
 def fit_time_scaling(ctx: Context) -> Result:
     n_fixed = ctx.pick(smoke=300, quick=4000)

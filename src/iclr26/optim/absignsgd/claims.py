@@ -109,6 +109,7 @@ def _train_step(model, opt, ids) -> None:
     "Qwen3-8B",
     criterion="median step time: depth-biased <= 0.92 x uniform and <= 0.75 x AdamW "
     "(methods interleaved step by step, first 5 steps discarded)",
+    exclusive=True,  # its verdict rests on timings: nothing runs beside it
 )
 def runtime_per_step(ctx: Context) -> Result:
     base, tok = base_model(ctx)
@@ -241,6 +242,7 @@ def optimizer_memory(ctx: Context) -> Result:
     "Apollo (Qwen3-8B, Llama3-8B)",
     criterion="best val loss (2-value LR grids) of ABSignSGD <= BlockAdam's + 0.01 and <= "
     "LoRA's + 0.01; methods interleaved, each stopped at its own wall-clock budget",
+    exclusive=True,  # its verdict rests on timings: nothing runs beside it
 )
 def equal_wallclock(ctx: Context) -> Result:
     base, tok = base_model(ctx)
