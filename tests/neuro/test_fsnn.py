@@ -251,6 +251,38 @@ def test_wrapper_alpha_one_and_energy():
         SNNWrapper(base, per_layer_alpha=[0.5, 0.5])
 
 
+def test_wrapper_sets_solver_and_memory_of_every_neuron():
+    torch.manual_seed(0)
+    lin1, lin2, lin3 = torch.nn.Linear(6, 8), torch.nn.Linear(8, 5), torch.nn.Linear(5, 3)
+    base = torch.nn.Sequential(lin1, FractionalLIF(alpha=0.6), lin2, FractionalLIF(alpha=0.4), lin3)
+    net = SNNWrapper(base, method="l1", memory=4)
+    assert [(n.method, n.memory) for n in net.neurons()] == [("l1", 4), ("l1", 4)]
+    direct = SNNWrapper(
+        torch.nn.Sequential(
+            lin1,
+            FractionalLIF(alpha=0.6, method="l1", memory=4),
+            lin2,
+            FractionalLIF(alpha=0.4, method="l1", memory=4),
+            lin3,
+        )
+    )
+    x = torch.rand(9, 2, 6) * 3
+    assert torch.equal(net(x), direct(x))
+    membranes = [n.last_membrane.clone() for n in net.neurons()]
+    for got, want in zip(membranes, [n.last_membrane for n in direct.neurons()]):
+        assert torch.equal(got, want)
+    SNNWrapper(base, method="gl", memory=-1)(x)  # reconfigures the same neuron modules
+    assert [(n.method, n.memory) for n in net.neurons()] == [("gl", -1), ("gl", -1)]
+    assert not torch.allclose(net.neurons()[0].last_membrane, membranes[0])
+    with pytest.raises(ValueError, match="method"):
+        SNNWrapper(base, method="euler")
+    with pytest.raises(ValueError, match="memory"):
+        SNNWrapper(base, memory=0)
+    multi = torch.nn.Sequential(torch.nn.Linear(6, 4), FractionalLIF(alpha=[0.3, 0.8]))
+    with pytest.raises(ValueError, match="multi-term"):
+        SNNWrapper(multi, method="trap")
+
+
 def test_event_generators():
     images = np.zeros((2, 8, 8))
     images[:, 2:6, 2:6] = 16

@@ -23,7 +23,8 @@ class SNNWrapper(nn.Module):
     (non-spiking) value, averaged over the last ``readout_steps`` steps (all by default).
 
     ``alpha`` / ``per_layer_alpha`` override the order of every neuron layer; ``alpha = 1``
-    turns the network into the ordinary LIF network.
+    turns the network into the ordinary LIF network. ``method`` and ``memory``, when given,
+    set the solver and the history length of every neuron layer.
     """
 
     def __init__(
@@ -32,6 +33,8 @@ class SNNWrapper(nn.Module):
         alpha: float | None = None,
         per_layer_alpha: list[float | list[float]] | None = None,
         readout_steps: int | None = None,
+        method: str | None = None,
+        memory: int | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(base, nn.Sequential):
@@ -39,6 +42,8 @@ class SNNWrapper(nn.Module):
         self.base = base
         self.readout_steps = readout_steps
         neurons = self.neurons()
+        for neuron in neurons:
+            neuron.set_solver(method=method, memory=memory)
         if per_layer_alpha is not None:
             if len(per_layer_alpha) != len(neurons):
                 raise ValueError(f"need {len(neurons)} alphas, got {len(per_layer_alpha)}")

@@ -146,6 +146,19 @@ class FractionalLIF(nn.Module):
         self.term_weights = torch.tensor(check_coefficients(coefficients, len(orders)))
         self.fixed_alpha = torch.tensor(orders if len(orders) > 1 else orders[0])
 
+    def set_solver(self, method: str | None = None, memory: int | None = None) -> None:
+        """Change the discretisation scheme and/or the memory length (``-1`` = full history)."""
+        if method is not None:
+            if method not in METHODS:
+                raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+            if self.alpha.numel() > 1 and method != "gl":
+                raise ValueError(f"multi-term orders need method='gl', got {method!r}")
+            self.method = method
+        if memory is not None:
+            if not isinstance(memory, int) or memory == 0 or memory < -1:
+                raise ValueError(f"memory must be -1 (full) or a positive int, got {memory!r}")
+            self.memory = memory
+
     def reset_state(self) -> None:
         self.last_membrane = self.last_spikes = None
 
