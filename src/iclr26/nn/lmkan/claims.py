@@ -147,7 +147,7 @@ def _front_figure(ctx: Context, name: str, rows, target: float, ylabel: str) -> 
 
 
 def _table(rows) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "model"} for r in rows]
+    return [_summary(r) for r in rows]
 
 
 @claim(
@@ -242,7 +242,7 @@ def cpu_throughput(ctx: Context) -> Result:
     figure = _front_figure(
         ctx, "cpu-throughput-at-matched-accuracy", rows, target**2, "test MSE (standardised energy)"
     )
-    summary = {k: {key: v for key, v in r.items() if key != "model"} for k, r in chosen.items()}
+    summary = {k: _summary(r) for k, r in chosen.items()}
     return Result.judge(
         metrics={
             "target_rmse": target,
