@@ -109,10 +109,182 @@ class Context:
         if self.progress is not None:
             self.progress(min(max(float(fraction), 0.0), 1.0), message)
 
+    def timeit(self, fn: Callable[[], Any], **kwargs: Any) -> Timing:
+        """:func:`timeit` (threads pinned, repeated, minimum CPU and wall time, load recorded);
+        at smoke scale it takes one warm-up and two runs unless told otherwise."""
+        if self.scale is Scale.SMOKE:
+            kwargs.setdefault("repeat", 2)
+            kwargs.setdefault("warmup", min(int(kwargs.get("warmup", 1)), 1))
+        return timeit(fn, **kwargs)
+
     def torch_generator(self, offset: int = 0):
         import torch
 
         return torch.Generator(device="cpu").manual_seed(self.seed + offset)
+
+
+# ---------------------------------------------------------------- timing
+
+
+def machine_load() -> dict[str, float | None]:
+    """The 1-minute load average and the CPUs, recorded beside every timing."""
+    import os
+
+    try:
+        load1 = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load1 = None
+    return {"load1": load1, "host_cpus": os.cpu_count()}
+
+
+@dataclass
+class Timing:
+    """What :func:`timeit` measured: per-call minimum and median of process CPU time and of
+    wall time over ``repeat`` runs, the threads used and the machine load before and after.
+
+    The minimum is the figure least disturbed by other processes (CPU time is the time this
+    process itself ran; wall time also counts waiting for a core). ``counts`` holds any
+    load-free numbers (FLOPs, passes, bytes) that the caller attaches with :meth:`count`."""
+
+    cpu_s: float
+    wall_s: float
+    cpu_median_s: float
+    wall_median_s: float
+    repeat: int
+    number: int
+    threads: int
+    load_before: float | None
+    load_after: float | None
+    cpu_runs: list[float] = field(default_factory=list)
+    wall_runs: list[float] = field(default_factory=list)
+    counts: dict[str, float] = field(default_factory=dict)
+    value: Any = None
+
+    def count(self, **counts: float) -> Timing:
+        self.counts.update(counts)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "cpu_s": self.cpu_s,
+            "wall_s": self.wall_s,
+            "cpu_median_s": self.cpu_median_s,
+            "wall_median_s": self.wall_median_s,
+            "repeat": self.repeat,
+            "number": self.number,
+            "threads": self.threads,
+            "load_before": self.load_before,
+            "load_after": self.load_after,
+        }
+        out.update({f"count_{k}": v for k, v in self.counts.items()})
+        return out
+
+
+def timeit(
+    fn: Callable[[], Any],
+    *,
+    repeat: int = 5,
+    number: int = 1,
+    warmup: int = 1,
+    threads: int | None = 1,
+    setup: Callable[[], Any] | None = None,
+    sync: Callable[[], Any] | None = None,
+    max_total_s: float | None = None,
+) -> Timing:
+    """Time ``fn()`` with threads pinned: ``warmup`` untimed calls, then ``repeat`` runs of
+    ``number`` calls each; per-call minimum and median of process CPU time and wall time.
+
+    ``threads`` pins torch's and the BLAS/OpenMP pools for the duration (``None`` leaves them
+    as they are). ``setup`` runs untimed before each run (fresh state); ``sync`` runs inside
+    the timed region after the calls (e.g. ``torch.cuda.synchronize``). ``max_total_s`` stops
+    repeating once that much wall time is spent (at least one run is always taken).
+    The return value of the last call is kept in ``Timing.value``."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    for arg, val, low in (("repeat", repeat, 1), ("number", number, 1), ("warmup", warmup, 0)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < low:
+            raise ValueError(f"{arg} must be an integer >= {low}, got {val!r}")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    if max_total_s is not None and not (max_total_s > 0):
+        raise ValueError(f"max_total_s must be > 0, got {max_total_s!r}")
+
+    with _pinned_threads(threads) as used:
+        load_before = machine_load()["load1"]
+        value = None
+        for _ in range(warmup):
+            if setup is not None:
+                setup()
+            value = fn()
+        cpu_runs: list[float] = []
+        wall_runs: list[float] = []
+        spent = 0.0
+        for _ in range(repeat):
+            if setup is not None:
+                setup()
+            c0, w0 = time.process_time(), time.perf_counter()
+            for _ in range(number):
+                value = fn()
+            if sync is not None:
+                sync()
+            c1, w1 = time.process_time(), time.perf_counter()
+            cpu_runs.append((c1 - c0) / number)
+            wall_runs.append((w1 - w0) / number)
+            spent += w1 - w0
+            if max_total_s is not None and spent >= max_total_s:
+                break
+        load_after = machine_load()["load1"]
+    return Timing(
+        cpu_s=min(cpu_runs),
+        wall_s=min(wall_runs),
+        cpu_median_s=float(np.median(cpu_runs)),
+        wall_median_s=float(np.median(wall_runs)),
+        repeat=len(cpu_runs),
+        number=number,
+        threads=used,
+        load_before=load_before,
+        load_after=load_after,
+        cpu_runs=cpu_runs,
+        wall_runs=wall_runs,
+        value=value,
+    )
+
+
+class _pinned_threads:
+    """Context manager: torch and BLAS/OpenMP pools at ``n`` threads, restored on exit."""
+
+    def __init__(self, n: int | None):
+        self.n = n
+        self._torch_before: int | None = None
+        self._limits = None
+
+    def __enter__(self) -> int:
+        try:
+            import torch
+        except ImportError:  # pragma: no cover
+            torch = None
+        if self.n is None:
+            return torch.get_num_threads() if torch is not None else 1
+        if torch is not None:
+            self._torch_before = torch.get_num_threads()
+            torch.set_num_threads(self.n)
+        try:
+            from threadpoolctl import threadpool_limits
+
+            self._limits = threadpool_limits(self.n)
+        except ImportError:  # pragma: no cover
+            self._limits = None
+        return self.n
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._limits is not None:
+            self._limits.restore_original_limits()
+        if self._torch_before is not None:
+            import torch
+
+            torch.set_num_threads(self._torch_before)
 
 
 def _clean(value: Any) -> Any:
@@ -262,6 +434,24 @@ class Claim:
         record["wall_s"] = round(time.perf_counter() - started, 3)
         record["env"] = environment(ctx)
         return record
+
+
+def contract_problems(record: Mapping[str, Any]) -> list[str]:
+    """What a judged claim record lacks under the claim contract: a verdict of reproduced, not
+    reproduced or inconclusive must carry measured metrics, a non-empty baseline measured in the
+    same run, and at least one required condition. (Skipped and error records are exempt.)"""
+    verdict = record.get("verdict")
+    if verdict not in (Verdict.REPRODUCED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE):
+        return []
+    problems = []
+    if not record.get("metrics"):
+        problems.append("no measured metrics")
+    if not record.get("baseline"):
+        problems.append("no baseline measured in the same run")
+    required = [k for k in record.get("checks", {}) if not str(k).startswith("partial: ")]
+    if not required:
+        problems.append("no required condition")
+    return problems
 
 
 def _relative_figure(path: str, out_dir: Path) -> str:

@@ -78,7 +78,9 @@ def test_figures_are_stored_relative_to_out_dir(tmp_path):
     def fig(ctx):
         path = ctx.figure_path("_test_paper", "fig")
         path.write_bytes(b"png")
-        return Result.judge(metrics={"v": 1}, required={"v": True}, figures=[path])
+        return Result.judge(
+            metrics={"v": 1}, baseline={"b": {"v": 0}}, required={"v": True}, figures=[path]
+        )
 
     record = get_claim("_test_paper", "fig").run(Context(scale="smoke", out_dir=tmp_path))
     assert record["figures"] == ["figures/_test_paper-fig.png"]
@@ -103,3 +105,49 @@ def test_unimplemented_paper_has_no_claims():
     assert claims_for("obscuro") == [] or all(c.paper == "obscuro" for c in claims_for("obscuro"))
     with pytest.raises(KeyError, match="did you mean"):
         claims_for("cdaa")
+
+
+def test_contract_problems_flags_missing_baseline_and_conditions():
+    from iclr26.claims import contract_problems
+
+    ok = {
+        "verdict": "reproduced",
+        "metrics": {"a": 1},
+        "baseline": {"b": {"x": 2}},
+        "checks": {"a > 0": True},
+    }
+    assert contract_problems(ok) == []
+    assert "no baseline measured in the same run" in contract_problems({**ok, "baseline": {}})
+    only_partial = {**ok, "checks": {"partial: weak": True}}
+    assert "no required condition" in contract_problems(only_partial)
+    assert contract_problems({"verdict": "skipped"}) == []
+
+
+def test_timeit_pins_threads_and_reports_minimum(monkeypatch):
+    import torch
+
+    from iclr26.claims import timeit
+
+    before = torch.get_num_threads()
+    seen = []
+    timing = timeit(
+        lambda: seen.append(torch.get_num_threads()) or 7, repeat=3, warmup=1, threads=1
+    )
+    assert seen == [1, 1, 1, 1] and torch.get_num_threads() == before
+    assert timing.repeat == 3 and timing.value == 7
+    assert timing.cpu_s == min(timing.cpu_runs) and timing.wall_s == min(timing.wall_runs)
+    assert timing.cpu_s <= timing.cpu_median_s
+    d = timing.count(flops=10).to_dict()
+    assert d["count_flops"] == 10 and "load_before" in d
+
+
+def test_timeit_rejects_bad_arguments():
+    import pytest
+
+    from iclr26.claims import timeit
+
+    for kwargs in ({"repeat": 0}, {"number": 1.5}, {"threads": 0}, {"max_total_s": float("nan")}):
+        with pytest.raises(ValueError, match=next(iter(kwargs))):
+            timeit(lambda: None, **kwargs)
+    with pytest.raises(TypeError, match="fn"):
+        timeit(None)

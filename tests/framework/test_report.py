@@ -26,7 +26,7 @@ def with_figure(ctx):
 
 @claim(paper=PAPER, name="pipe|name", statement="s", paper_value="p|q", criterion="c")
 def piped(ctx):
-    return Result.judge(metrics={"a": 1}, required={"never": False})
+    return Result.judge(metrics={"a": 1}, baseline={"b": {"a": 0}}, required={"never": False})
 
 
 class TableParser(HTMLParser):

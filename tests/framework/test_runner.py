@@ -18,7 +18,7 @@ def ok(ctx):
 
 @claim(paper=PAPER, name="fails", statement="fails", paper_value="-", criterion="x == 2")
 def fails(ctx):
-    return Result.judge(metrics={"x": 1}, required={"x == 2": False})
+    return Result.judge(metrics={"x": 1}, baseline={"b": {"x": 0}}, required={"x == 2": False})
 
 
 @claim(paper=PAPER, name="raises", statement="raises", paper_value="-", criterion="-")
@@ -34,7 +34,7 @@ def dies(ctx):
 @claim(paper=PAPER, name="hangs", statement="never ends", paper_value="-", criterion="-")
 def hangs(ctx):
     time.sleep(60)
-    return Result.judge(metrics={}, required={"never": True})
+    return Result.judge(metrics={"x": 0}, baseline={"b": {"x": 0}}, required={"never": True})
 
 
 def task(name, limit=30.0):
@@ -108,7 +108,7 @@ def _interval_claim(ctx, label):
     start = time.time()
     time.sleep(0.6)
     (ctx.out_dir / f"interval-{label}.json").write_text(json.dumps([start, time.time()]))
-    return Result.judge(metrics={}, required={"ran": True})
+    return Result.judge(metrics={"ran": 1}, baseline={"b": {"ran": 0}}, required={"ran": True})
 
 
 @claim(paper=PAPER, name="short-a", statement="-", paper_value="-", criterion="-")
