@@ -8,8 +8,10 @@ not exist yet is still listed; :func:`Paper.implemented` says which are.
 from __future__ import annotations
 
 import difflib
-import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent
 
 AREAS = (
     "classic",
@@ -44,11 +46,36 @@ class Paper:
 
     @property
     def implemented(self) -> bool:
-        """True once the paper's room and its claim checks exist in this installation."""
-        try:
-            return importlib.util.find_spec(self.claims_module) is not None
-        except ModuleNotFoundError:
-            return False
+        """True once the paper's room and its claim checks exist in this installation (checked
+        on disk, without importing the room)."""
+        return (_ROOT / self.area / self.slug / "claims.py").is_file()
+
+    @property
+    def url(self) -> str:
+        """The paper (arXiv or OpenReview)."""
+        return LINKS.get(self.slug, ("", ""))[0]
+
+    @property
+    def code_url(self) -> str:
+        """The official code ("" when none was found)."""
+        return LINKS.get(self.slug, ("", ""))[1]
+
+    @property
+    def bibtex(self) -> str:
+        """A BibTeX entry for the paper; the author list is on the paper's page."""
+        title = self.title.replace("{", "").replace("}", "")
+        lines = [
+            f"@inproceedings{{{self.slug}2026,",
+            f"  title     = {{{{{title}}}}},",
+            "  booktitle = {International Conference on Learning Representations (ICLR)},",
+            "  year      = {2026},",
+        ]
+        if self.url:
+            lines.append(f"  url       = {{{self.url}}},")
+        if self.code_url:
+            lines.append(f"  note      = {{Official code: {self.code_url}}},")
+        lines.append("}")
+        return "\n".join(lines)
 
 
 PAPERS: tuple[Paper, ...] = (
@@ -397,6 +424,238 @@ PAPERS: tuple[Paper, ...] = (
 )
 
 BY_SLUG: dict[str, Paper] = {p.slug: p for p in PAPERS}
+
+# Where each paper and its official code are (code: "" when none was found).
+LINKS: dict[str, tuple[str, str]] = {
+    "absignsgd": (
+        "https://openreview.net/forum?id=NQsdnYkCar",
+        "https://github.com/yijiezcn/ABSignSGD",
+    ),
+    "anyup": (
+        "https://arxiv.org/abs/2510.12764",
+        "https://github.com/wimmerth/anyup",
+    ),
+    "arsl_imvc": (
+        "https://openreview.net/forum?id=a5aRjldX9l",
+        "https://github.com/caoyu110/ARSL-IMVC",
+    ),
+    "behaviour_rnn": (
+        "https://arxiv.org/abs/2512.04808",
+        "https://github.com/puria-radmard/behaviour_ddpm",
+    ),
+    "cda": (
+        "https://openreview.net/forum?id=bp9DOHb1mk",
+        "https://github.com/ywu57232/Centroid_discriminant_Analysis",
+    ),
+    "cgb": (
+        "https://cgbridge.github.io/",
+        "https://github.com/jinnh/E-Bridge",
+    ),
+    "chronoplay": (
+        "https://arxiv.org/abs/2510.18455",
+        "https://github.com/hly1998/ChronoPlay",
+    ),
+    "coguide": (
+        "https://arxiv.org/abs/2509.26489",
+        "",
+    ),
+    "cvar_qlearning": (
+        "https://openreview.net/forum?id=B4SCegRJOA",
+        "",
+    ),
+    "deep_matrix_factorization": (
+        "https://arxiv.org/abs/2603.04703",
+        "",
+    ),
+    "dial": (
+        "https://openreview.net/forum?id=NHOLsaHuFv",
+        "",
+    ),
+    "difflift": (
+        "https://openreview.net/forum?id=eC89CbINIw",
+        "https://github.com/JorgeLuizFranco/difflifting",
+    ),
+    "dt_active_learning": (
+        "https://arxiv.org/abs/2601.20775",
+        "",
+    ),
+    "escape_directions": (
+        "https://arxiv.org/abs/2505.21722",
+        "",
+    ),
+    "flexprotein": (
+        "https://openreview.net/forum?id=B8BXHrshMi",
+        "https://github.com/bjzgcai/FlexRibbon",
+    ),
+    "flexrl": (
+        "https://openreview.net/forum?id=aa14rlfR6k",
+        "",
+    ),
+    "fore_mamba3d": (
+        "https://arxiv.org/abs/2602.19536",
+        "https://github.com/pami-zwning/ForeMamba3D",
+    ),
+    "fsnn": (
+        "https://arxiv.org/abs/2507.16937",
+        "https://github.com/PhysAGI/spikeDE",
+    ),
+    "fzoo": (
+        "https://arxiv.org/abs/2506.09034",
+        "https://github.com/DKmiyan/FZOO",
+    ),
+    "gmnet": (
+        "https://arxiv.org/abs/2503.22841",
+        "https://github.com/YFWang1999/GmNet",
+    ),
+    "gneissweb": (
+        "https://arxiv.org/abs/2502.14907",
+        "https://github.com/data-prep-kit/data-prep-kit",
+    ),
+    "gs_watermark": (
+        "https://arxiv.org/abs/2503.12836",
+        "https://github.com/kuai-lab/iclr26_CompMarkGS",
+    ),
+    "gt_nsgdm": (
+        "https://arxiv.org/abs/2505.03736",
+        "",
+    ),
+    "horseshoe_splatting": (
+        "https://openreview.net/forum?id=NHuyk9KsG6",
+        "https://github.com/HKU-MedAI/Horseshoe-Splatting",
+    ),
+    "iecl": (
+        "https://arxiv.org/abs/2603.12594",
+        "",
+    ),
+    "ilnn": (
+        "https://arxiv.org/abs/2602.23981",
+        "",
+    ),
+    "internsvg": (
+        "https://arxiv.org/abs/2510.11341",
+        "https://github.com/hmwang2002/InternSVG",
+    ),
+    "ivpt": (
+        "https://arxiv.org/abs/2503.06084",
+        "https://github.com/ThomasWangY/IVPT",
+    ),
+    "koopman_ot": (
+        "https://arxiv.org/abs/2509.24920",
+        "https://github.com/PythonOT/POT",
+    ),
+    "ldp_experts": (
+        "https://arxiv.org/abs/2512.06971",
+        "https://github.com/ben-jacobsen/dp-online-learning",
+    ),
+    "learned_nonlinearities": (
+        "https://openreview.net/forum?id=B08MW8oDqN",
+        "https://github.com/idiap/lm-afs",
+    ),
+    "lmkan": (
+        "https://arxiv.org/abs/2509.07103",
+        "https://github.com/schwallergroup/lmkan",
+    ),
+    "lrs_compression": (
+        "https://arxiv.org/abs/2505.03801",
+        "",
+    ),
+    "ma_il_nash": (
+        "https://arxiv.org/abs/2602.21020",
+        "",
+    ),
+    "mixkv": (
+        "https://arxiv.org/abs/2510.20707",
+        "https://github.com/xuyang-liu16/MixKV",
+    ),
+    "nrgpt": (
+        "https://arxiv.org/abs/2512.16762",
+        "",
+    ),
+    "obscuro": (
+        "https://arxiv.org/abs/2506.01242",
+        "",
+    ),
+    "paano": (
+        "https://arxiv.org/abs/2602.01359",
+        "https://github.com/jinnnju/PaAno",
+    ),
+    "pcg": (
+        "https://arxiv.org/abs/2601.18678",
+        "",
+    ),
+    "pd2z_qlearning": (
+        "https://arxiv.org/abs/2604.04218",
+        "",
+    ),
+    "polca": (
+        "https://arxiv.org/abs/2506.15872",
+        "https://github.com/skangasl/POLCA",
+    ),
+    "poly_attention": (
+        "https://arxiv.org/abs/2602.02422",
+        "",
+    ),
+    "qat_reasoning": (
+        "https://openreview.net/forum?id=Azsd2qyK6C",
+        "https://github.com/yasu0001/ReasoningQAT",
+    ),
+    "quantized_relu_training": (
+        "https://openreview.net/forum?id=BAQNrsr987",
+        "",
+    ),
+    "revela": (
+        "https://arxiv.org/abs/2506.16552",
+        "https://github.com/TRUMANCFY/Revela",
+    ),
+    "revisual_r1": (
+        "https://arxiv.org/abs/2506.04207",
+        "https://github.com/CSfufu/Revisual-R1",
+    ),
+    "seka": (
+        "https://arxiv.org/abs/2603.01281",
+        "https://github.com/waylonli/SEKA",
+    ),
+    "sir_snc": (
+        "https://openreview.net/forum?id=AzsN1qdLwv",
+        "https://github.com/yydlmzyz1/SIR-SNC",
+    ),
+    "siren": (
+        "https://openreview.net/forum?id=NVrXCKaEjM",
+        "https://github.com/TommyDzh/SIREN",
+    ),
+    "smope": (
+        "https://arxiv.org/abs/2509.24483",
+        "https://github.com/Minhchuyentoancbn/SMoPE",
+    ),
+    "srl": (
+        "https://arxiv.org/abs/2602.03390",
+        "https://github.com/hynnsk/SRL",
+    ),
+    "tarf": (
+        "https://arxiv.org/abs/2406.08288",
+        "https://github.com/tmlr-group/TARF",
+    ),
+    "task_arithmetic_fairness": (
+        "https://arxiv.org/abs/2505.24262",
+        "https://github.com/LauraGomezjurado/fairness_task_vector_deploy",
+    ),
+    "tensorar": (
+        "https://arxiv.org/abs/2505.16324",
+        "",
+    ),
+    "vidd": (
+        "https://arxiv.org/abs/2507.00445",
+        "https://github.com/divelab/VIDD",
+    ),
+    "world_model_3wm": (
+        "https://openreview.net/forum?id=NQq9JLMfNN",
+        "",
+    ),
+    "znerd_hgnet": (
+        "https://arxiv.org/abs/2603.23136",
+        "https://github.com/basiralab/HGNet",
+    ),
+}
 
 
 def get(slug: str) -> Paper:

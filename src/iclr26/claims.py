@@ -91,8 +91,10 @@ class Context:
         return path
 
     def figure_path(self, paper: str, name: str) -> Path:
-        """Where a claim saves a figure; the Result stores the path relative to ``out_dir``."""
-        return self.figures_dir / f"{paper}-{name}.png"
+        """Where a claim saves a figure (named with its scale, and its seed when not 0, so that
+        runs never overwrite each other's); the Result stores the path relative to ``out_dir``."""
+        seed = f"-seed{self.seed}" if self.seed else ""
+        return self.figures_dir / f"{paper}-{name}-{self.scale.value}{seed}.png"
 
     def save_figure(self, fig, paper: str, name: str, dpi: int = 110) -> Path:
         """Lay out, save and close a matplotlib figure at ``figure_path``; returns the path."""
@@ -394,6 +396,7 @@ class Claim:
     needs_gpu: bool = False
     timeout_s: Mapping[str, float] = field(default_factory=dict)
     exclusive: bool = False  # it times code: nothing else runs beside it
+    headline: tuple[str, ...] = ()  # the metric names the report's summary shows
 
     @property
     def key(self) -> str:
@@ -417,6 +420,7 @@ class Claim:
             "statement": self.statement,
             "paper_value": self.paper_value,
             "criterion": self.criterion,
+            "headline": list(self.headline),
         }
         try:
             if self.needs_gpu and not _gpu_available():
@@ -507,8 +511,12 @@ def claim(
     needs_gpu: bool = False,
     timeout_s: Mapping[str, float] | None = None,
     exclusive: bool = False,
+    headline: tuple[str, ...] | list[str] = (),
 ) -> Callable[[Callable[[Context], Result]], Callable[[Context], Result]]:
-    """Register a claim check for ``paper`` (its catalogue slug) under ``name``."""
+    """Register a claim check for ``paper`` (its catalogue slug) under ``name``.
+
+    ``headline`` names the one or two metrics (keys of the result's ``metrics``, and of each
+    baseline's entry where it has them) that the report's summary table shows."""
 
     def register(func: Callable[[Context], Result]) -> Callable[[Context], Result]:
         entry = Claim(
@@ -523,6 +531,7 @@ def claim(
             needs_gpu=needs_gpu,
             timeout_s=dict(timeout_s or {}),
             exclusive=exclusive,
+            headline=tuple(headline),
         )
         _REGISTRY.setdefault(paper, {})[name] = entry
         func.claim = entry  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from iclr26 import catalog
+from iclr26 import __version__, catalog
 from iclr26.claims import Scale
 
 # Commands that a paper's room provides: name -> (module, one-line help). The module exposes
@@ -47,14 +47,25 @@ def _module_file_exists(module: str) -> bool:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _Parser(prog="iclr26", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"iclr26 {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("list", help="every paper with its area, status and last verdicts")
     p.add_argument("--out", default="results", help="results folder to read verdicts from")
+    p.add_argument(
+        "--area",
+        action="append",
+        choices=list(catalog.AREAS),
+        metavar="AREA",
+        help=f"only this area (repeatable): {', '.join(catalog.AREAS)}",
+    )
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("show", help="the claims and the API of one paper")
     p.add_argument("slug")
+    p.add_argument("--cite", action="store_true", help="print the paper's BibTeX entry only")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("reproduce", help="run claim checks and write the report")
     p.add_argument("names", nargs="*", metavar="SLUG|AREA", help="papers or areas (default: all)")
@@ -64,6 +75,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", help="output folder (default results/)")
     p.add_argument("--force", action="store_true", help="rerun claims that already have results")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each claim N times with seeds SEED..SEED+N-1; the report counts "
+        "the verdicts and marks a claim fragile when they differ",
+    )
     p.add_argument("--timeout", type=float, default=None, help="per-claim limit in seconds")
 
     p = sub.add_parser("report", help="rebuild report.md and report.html from results.json")
@@ -101,14 +120,30 @@ def _last_verdicts(out: str) -> dict[str, list[str]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
     verdicts = _last_verdicts(args.out)
+    papers = [p for p in catalog.PAPERS if not args.area or p.area in args.area]
+    if args.json:
+        import json
+
+        rows = [
+            {
+                "slug": p.slug,
+                "title": p.title,
+                "area": p.area,
+                "module": p.module,
+                "implemented": p.implemented,
+                "paper": p.url,
+                "code": p.code_url,
+                "last_verdicts": verdicts.get(p.slug, []),
+            }
+            for p in papers
+        ]
+        print(json.dumps(rows, indent=1))
+        return 0
     if args.markdown:
         print("| paper | area | status | verdicts (last run) |")
         print("|---|---|---|---|")
-        for paper in catalog.PAPERS:
+        for paper in papers:
             status = "implemented" if paper.implemented else "not implemented yet"
             cell = "<br>".join(verdicts.get(paper.slug, [])) or "-"
             print(
@@ -116,11 +151,14 @@ def cmd_list(args: argparse.Namespace) -> int:
                 f"{paper.area} | {status} | {cell} |"
             )
         return 0
-    table = Table(title=f"iclr26 — {len(catalog.PAPERS)} papers")
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"iclr26 — {len(papers)} papers")
     for col in ("slug", "area", "status", "last verdicts", "title"):
         table.add_column(col, overflow="fold")
     n_impl = 0
-    for paper in catalog.PAPERS:
+    for paper in papers:
         implemented = paper.implemented
         n_impl += implemented
         table.add_row(
@@ -132,7 +170,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
     console = Console(width=max(Console().width, 140))
     console.print(table)
-    console.print(f"{n_impl} of {len(catalog.PAPERS)} papers implemented.")
+    console.print(f"{n_impl} of {len(papers)} papers implemented.")
     return 0
 
 
@@ -153,19 +191,75 @@ def _readme_section(readme: Path, heading: str) -> str:
     return "\n".join(out).strip()
 
 
+def _summary_line(obj: object) -> str:
+    """The first sentence-line of an object's own docstring, without reST markup; "" for
+    constants and for objects that only inherit a builtin's docstring."""
+    import inspect
+    import re
+
+    if not (inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj)):
+        return f"a constant ({type(obj).__name__})"
+    doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
+    if not doc:
+        return ""
+    first = inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ").strip()
+    first = re.sub(r":(?:func|class|meth|attr|mod|data|obj):`~?([^`]+)`", r"\1", first)
+    first = re.sub(r"``([^`]+)``", r"\1", first)
+    return first
+
+
 def cmd_show(args: argparse.Namespace) -> int:
+    paper = _paper_or_error(args.slug)
+    if args.cite:
+        print(paper.bibtex)
+        return 0
+    from iclr26.claims import claims_for
+
+    entries = claims_for(paper.slug) if paper.implemented else []
+    api: list[tuple[str, str]] = []
+    if paper.implemented:
+        module = importlib.import_module(paper.module)
+        names = getattr(module, "__all__", [n for n in dir(module) if not n.startswith("_")])
+        api = [(name, _summary_line(getattr(module, name, None))) for name in names]
+    if args.json:
+        import json
+
+        print(
+            json.dumps(
+                {
+                    "slug": paper.slug,
+                    "title": paper.title,
+                    "area": paper.area,
+                    "module": paper.module,
+                    "implemented": paper.implemented,
+                    "paper": paper.url,
+                    "code": paper.code_url,
+                    "bibtex": paper.bibtex,
+                    "claims": [
+                        {
+                            "name": e.name,
+                            "statement": e.statement,
+                            "paper_value": e.paper_value,
+                            "criterion": e.criterion,
+                            "headline": list(e.headline),
+                        }
+                        for e in entries
+                    ],
+                    "api": [{"name": n, "summary": d} for n, d in api],
+                },
+                indent=1,
+            )
+        )
+        return 0
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.table import Table
 
-    from iclr26.claims import claims_for
-
-    paper = _paper_or_error(args.slug)
     console = Console()
     console.print(f"[bold]{paper.title}[/bold]")
+    console.print(f"slug {paper.slug} · area {paper.area} · module {paper.module}")
     console.print(
-        f"slug {paper.slug} · area {paper.area} · module {paper.module} · seed file "
-        f"{paper.seed_file}"
+        f"paper {paper.url or 'unknown'} · official code {paper.code_url or 'none found'}"
     )
     if not paper.implemented:
         console.print("Not implemented yet.")
@@ -173,21 +267,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     table = Table(title="claims")
     for col in ("claim", "statement", "paper's value", "criterion"):
         table.add_column(col, overflow="fold")
-    for entry in claims_for(paper.slug):
+    for entry in entries:
         table.add_row(entry.name, entry.statement, entry.paper_value, entry.criterion)
     console.print(table)
-    module = importlib.import_module(paper.module)
-    names = getattr(module, "__all__", [n for n in dir(module) if not n.startswith("_")])
-    api = Table(title=f"API: {paper.module}")
-    api.add_column("name")
-    api.add_column("what it is", overflow="fold")
-    for name in names:
-        doc = (getattr(getattr(module, name, None), "__doc__", None) or "").strip()
-        api.add_row(name, doc.splitlines()[0] if doc else "")
-    console.print(api)
+    api_table = Table(title=f"API: {paper.module}")
+    api_table.add_column("name")
+    api_table.add_column("what it is", overflow="fold")
+    for name, doc in api:
+        api_table.add_row(name, doc)
+    console.print(api_table)
     use = _readme_section(Path(module.__file__).parent / "README.md", "Use")
     if use:
         console.print(Markdown("## Use\n" + use))
+    console.print("Cite: iclr26 show " + paper.slug + " --cite")
     return 0
 
 
@@ -224,45 +316,84 @@ def _check_out_dir(out: str) -> Path:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.table import Table
 
     from iclr26.report import build_report
-    from iclr26.runner import load_results, plan, record_key, run_tasks
+    from iclr26.runner import ScaleMismatch, check_scale, load_results, plan, record_key, run_tasks
 
     _check_names(args.names)
     if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    unbuilt = [n for n in args.names if n in catalog.BY_SLUG and not catalog.get(n).implemented]
+    if unbuilt:
+        raise UsageError(
+            f"not implemented yet: {', '.join(unbuilt)} (see `iclr26 list` for the papers that are)"
+        )
     out = _check_out_dir(args.out)
+    try:
+        check_scale(out, args.scale)
+        stored = load_results(out)
+    except ScaleMismatch as exc:
+        raise UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     console = Console(stderr=True)
+    stdout = Console()
+    plain = not sys.stdout.isatty()
     running: dict[tuple, str] = {}
 
-    tasks, missing = plan(args.names, args.scale, args.seed, args.timeout)
+    tasks, missing = plan(args.names, args.scale, args.seed, args.timeout, args.repeat)
     done = (
         set()
         if args.force
-        else {record_key(r) for r in load_results(out)["results"] if r.get("verdict") != "error"}
+        else {record_key(r) for r in stored["results"] if r.get("verdict") != "error"}
+    )
+    todo = sum(t.key not in done for t in tasks)
+    repeat_note = f", {args.repeat} seeds each" if args.repeat > 1 else ""
+    print(
+        f"iclr26 reproduce: {todo} claim runs at {args.scale} scale{repeat_note} with "
+        f"{args.jobs} job(s) -> {out}/ ({len(tasks) - todo} already done)",
+        flush=True,
     )
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.completed:.0f}/{task.total:.0f}"),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         TextColumn("{task.fields[now]}"),
         console=console,
         transient=False,
+        disable=not console.is_terminal,
     ) as progress:
-        bar = progress.add_task("claims", total=sum(t.key not in done for t in tasks), now="")
+        bar = progress.add_task("claims", total=todo, now="")
 
         def on_event(kind, task, fraction, message):
+            label = f"{task.paper}:{task.claim}" + (f" seed {task.seed}" if args.repeat > 1 else "")
             if kind == "start":
-                running[task.key] = f"{task.paper}:{task.claim}"
+                running[task.key] = label
             elif kind == "progress":
-                running[task.key] = f"{task.paper}:{task.claim} {fraction:.0%} {message}".strip()
+                running[task.key] = f"{label} {fraction:.0%} {message}".strip()
             elif kind == "done":
                 running.pop(task.key, None)
                 progress.advance(bar)
-                progress.console.print(f"{task.paper}:{task.claim} → {message}")
+                line = f"{label} -> {message}"
+                if plain or not console.is_terminal:
+                    print(line, flush=True)
+                else:
+                    progress.console.print(line)
             progress.update(bar, now=" | ".join(running.values())[:80])
 
         summary = run_tasks(
@@ -276,14 +407,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         )
         summary.missing = missing
     md, html = build_report(out)
-    stdout = Console()
     if summary.ran:
         table = Table(title="claims run")
-        for col in ("paper", "claim", "verdict", "time (s)", "reason"):
+        for col in ("paper", "claim", "seed", "verdict", "time (s)", "reason"):
             table.add_column(col, overflow="fold")
         for r in summary.ran:
             table.add_row(
-                r["paper"], r["claim"], r["verdict"], f"{r['wall_s']:.1f}", r.get("reason", "")
+                r["paper"],
+                r["claim"],
+                str(r.get("seed", 0)),
+                r["verdict"],
+                f"{r['wall_s']:.1f}",
+                r.get("reason", ""),
             )
         stdout.print(table)
     if summary.skipped_existing:
@@ -305,10 +440,39 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         md, html = build_report(args.out)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     print(f"Report: {md} and {html}")
     return 0
+
+
+def _warmup_progress(name: str):
+    """A progress bar on the terminal, a line every 10 % elsewhere; ``(update, close)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn(f"[bold]warmup {name}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} {task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )
+    progress.start()
+    bar = progress.add_task(name, total=None, note="")
+    last = {"decile": -1}
+
+    def update(done: float, total: float | None = None, note: str = "") -> None:
+        progress.update(bar, completed=done, total=total, note=note)
+        if not console.is_terminal and total:
+            decile = int(10 * done / total)
+            if decile > last["decile"]:
+                last["decile"] = decile
+                print(f"warmup {name}: {done:.0f}/{total:.0f} {note}".rstrip(), flush=True)
+
+    return update, progress.stop
 
 
 def cmd_warmup(args: argparse.Namespace) -> int:
@@ -320,7 +484,14 @@ def cmd_warmup(args: argparse.Namespace) -> int:
             if args.what != "all":
                 raise UsageError(f"no shared {name} models in this version of iclr26")
             continue
-        path = getattr(importlib.import_module(module), func)(size=args.size)
+        warm = getattr(importlib.import_module(module), func)
+        update, close = _warmup_progress(name)
+        try:
+            path = warm(size=args.size, progress=update)
+        except ValueError as exc:
+            raise UsageError(f"warmup {name}: {exc}") from None
+        finally:
+            close()
         print(f"{name}: cached at {path}")
         done += 1
     if not done:

@@ -61,10 +61,26 @@ def load_results(out_dir: Path | str) -> dict[str, Any]:
     path = Path(out_dir) / RESULTS_NAME
     if not path.exists():
         return {"run": {}, "results": []}
-    with path.open(encoding="utf-8") as fh:
-        data = json.load(fh)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "it may be truncated — rerun `iclr26 reproduce` into a fresh folder"
+        ) from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a UTF-8 text file") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ValueError(f"{path} is not a results file (no 'results' list)")
+    required = ("paper", "claim", "scale", "verdict")
+    for i, record in enumerate(data["results"]):
+        lacking = [k for k in required if not isinstance(record, dict) or k not in record]
+        if lacking:
+            raise ValueError(
+                f"{path}: result {i} is incomplete (no {', '.join(lacking)}); "
+                "rerun `iclr26 reproduce` to rebuild it"
+            )
     return data
 
 
@@ -129,9 +145,18 @@ def plan(
     scale: Scale | str,
     seed: int = 0,
     timeout_s: float | None = None,
+    repeat: int = 1,
 ) -> tuple[list[Task], list[catalog.Paper]]:
-    """The tasks for the named papers/areas, and the selected papers that have no room yet."""
+    """The tasks for the named papers/areas, and the selected papers that have no room yet.
+
+    ``repeat`` > 1 plans each claim with the seeds ``seed, seed + 1, …, seed + repeat - 1``;
+    the report then counts how often each verdict came out and marks a claim *fragile* when
+    its repeats disagree."""
     scale = Scale.parse(scale)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be an integer >= 1, got {repeat!r}")
+    if timeout_s is not None and not (float(timeout_s) > 0):
+        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s!r}")
     tasks: list[Task] = []
     missing: list[catalog.Paper] = []
     for paper in catalog.select(list(names)):
@@ -140,20 +165,67 @@ def plan(
             continue
         for entry in claims_for(paper.slug):
             limit = float(timeout_s) if timeout_s else entry.time_limit(scale)
-            tasks.append(
-                Task(
-                    entry.paper,
-                    entry.name,
-                    scale.value,
-                    seed,
-                    limit,
-                    entry.cpus,
-                    entry.gpus,
-                    module=paper.claims_module,
-                    exclusive=entry.exclusive,
+            for k in range(repeat):
+                tasks.append(
+                    Task(
+                        entry.paper,
+                        entry.name,
+                        scale.value,
+                        seed + k,
+                        limit,
+                        entry.cpus,
+                        entry.gpus,
+                        module=paper.claims_module,
+                        exclusive=entry.exclusive,
+                    )
                 )
-            )
     return tasks, missing
+
+
+class ScaleMismatch(ValueError):
+    """A run at one scale into a folder that holds results of another."""
+
+
+def stored_scales(data: dict[str, Any]) -> set[str]:
+    return {str(r.get("scale")) for r in data.get("results", [])}
+
+
+def check_scale(out_dir: Path | str, scale: Scale | str) -> None:
+    """Refuse to mix scales in one results folder: each scale gets its own folder."""
+    scale = Scale.parse(scale)
+    other = sorted(stored_scales(load_results(out_dir)) - {scale.value})
+    if other:
+        raise ScaleMismatch(
+            f"{out_dir} holds {', '.join(other)}-scale results; write {scale.value}-scale "
+            f"results to a folder of their own (e.g. --out {Path(out_dir) / scale.value})"
+        )
+
+
+def verdict_summary(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (paper, claim, scale) over its repeats: the verdict counts, the majority
+    verdict and whether the repeats disagree (``fragile``)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["paper"], r["claim"], r["scale"]), []).append(r)
+    rows = []
+    for (paper, name, scale), recs in groups.items():
+        counts: dict[str, int] = {}
+        for r in recs:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        majority = max(counts.items(), key=lambda kv: (kv[1], kv[0] == "reproduced"))[0]
+        rows.append(
+            {
+                "paper": paper,
+                "claim": name,
+                "scale": scale,
+                "repeats": len(recs),
+                "seeds": sorted(int(r.get("seed", 0)) for r in recs),
+                "counts": counts,
+                "verdict": majority,
+                "fragile": len(counts) > 1,
+            }
+        )
+    return rows
 
 
 def _error_record(task: Task, entry: Claim | None, reason: str, tb: str | None, wall: float):
@@ -435,11 +507,13 @@ def reproduce(
     force: bool = False,
     seed: int = 0,
     timeout_s: float | None = None,
+    repeat: int = 1,
     on_event: ProgressHook | None = None,
 ) -> RunSummary:
-    """Run the claim checks of the named papers or areas (all when empty)."""
+    """Run the claim checks of the named papers or areas (all when empty), each ``repeat``
+    times with consecutive seeds."""
     scale = Scale.parse(scale)
-    tasks, missing = plan(names, scale, seed, timeout_s)
+    tasks, missing = plan(names, scale, seed, timeout_s, repeat)
     summary = run_tasks(
         tasks,
         scale=scale,
@@ -473,6 +547,7 @@ def run_tasks(
     out_dir.mkdir(parents=True, exist_ok=True)
     if not os.access(out_dir, os.W_OK):
         raise PermissionError(f"output folder {out_dir} is not writable")
+    check_scale(out_dir, scale)
     data = load_results(out_dir)
     done_keys = {record_key(r) for r in data["results"] if r.get("verdict") != "error"}
     summary = RunSummary(out_dir=out_dir)

@@ -83,7 +83,7 @@ def test_figures_are_stored_relative_to_out_dir(tmp_path):
         )
 
     record = get_claim("_test_paper", "fig").run(Context(scale="smoke", out_dir=tmp_path))
-    assert record["figures"] == ["figures/_test_paper-fig.png"]
+    assert record["figures"] == ["figures/_test_paper-fig-smoke.png"]
 
 
 def test_save_figure_writes_a_png_and_closes_the_figure(tmp_path):

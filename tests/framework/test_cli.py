@@ -75,3 +75,95 @@ def test_room_commands_are_wired_into_the_cli(capsys, tmp_path):
         capsys, "curate", str(tmp_path / "in"), str(tmp_path / "out"), "--steps", "dedup"
     )
     assert code == 2 and "no .jsonl or .parquet shards" in err
+
+
+def test_version_and_python_dash_m(capsys):
+    import subprocess
+    import sys
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    from iclr26 import __version__
+
+    assert capsys.readouterr().out.strip() == f"iclr26 {__version__}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "iclr26", "list", "--json", "--area", "optim"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0
+    rows = json.loads(proc.stdout)
+    assert rows and {r["area"] for r in rows} == {"optim"}
+    assert {"slug", "paper", "code", "implemented", "last_verdicts"} <= set(rows[0])
+
+
+def test_list_does_not_import_the_rooms():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from iclr26 import cli; cli.main(['list', '--json']); "
+        "rooms = [m for m in sys.modules if m.count('.') >= 2 and m.split('.')[1] in "
+        "('classic','optim','nn','rl','llm','dynamics','timeseries','neuro')]; "
+        "assert not rooms, rooms; assert 'torch' not in sys.modules"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@needs_cda
+def test_show_json_and_cite(capsys):
+    code, out, _ = run(capsys, "show", "cda", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["claims"] and data["paper"].startswith("https://")
+    assert all(a["summary"] != "dict() -> new empty dictionary" for a in data["api"])
+    assert all("``" not in a["summary"] and ":func:" not in a["summary"] for a in data["api"])
+    code, out, _ = run(capsys, "show", "cda", "--cite")
+    assert code == 0 and out.startswith("@inproceedings{cda2026,") and "year      = {2026}" in out
+    code, out, _ = run(capsys, "show", "cda")
+    assert ".txt" not in out  # no internal seed-file names
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["reproduce", "cda", "--timeout", "0"], "--timeout must be a positive"),
+        (["reproduce", "cda", "--timeout", "-3"], "--timeout must be a positive"),
+        (["reproduce", "cda", "--repeat", "0"], "--repeat must be at least 1"),
+        (["reproduce", "obscuro"], "not implemented yet: obscuro"),
+        (["warmup", "lm", "--size", "enormous"], "unknown tiny LM size"),
+    ],
+)
+def test_one_line_errors(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_report_on_truncated_or_incomplete_results(capsys, tmp_path):
+    (tmp_path / "results.json").write_text('{"run": {}, "results": [{"paper": "cda", ')
+    code, _, err = run(capsys, "report", "--out", str(tmp_path))
+    assert code == 2 and "not valid JSON" in err and err.count("\n") == 1
+    (tmp_path / "results.json").write_text('{"run": {}, "results": [{"paper": "cda"}]}')
+    code, _, err = run(capsys, "report", "--out", str(tmp_path))
+    assert code == 2 and "incomplete" in err and err.count("\n") == 1
+
+
+def test_scales_never_mix_in_one_folder(capsys, tmp_path):
+    record = {"paper": "cda", "claim": "x", "scale": "smoke", "seed": 0, "verdict": "reproduced"}
+    (tmp_path / "results.json").write_text(json.dumps({"run": {}, "results": [record]}))
+    code, _, err = run(capsys, "reproduce", "cda", "--scale", "quick", "--out", str(tmp_path))
+    assert code == 2 and "holds smoke-scale results" in err and err.count("\n") == 1
+
+
+@needs_cda
+def test_repeat_plans_one_task_per_seed():
+    from iclr26.runner import plan
+
+    once, _ = plan(["cda"], "smoke", seed=5)
+    thrice, _ = plan(["cda"], "smoke", seed=5, repeat=3)
+    assert len(thrice) == 3 * len(once)
+    assert sorted({t.seed for t in thrice}) == [5, 6, 7]
+    with pytest.raises(ValueError, match="repeat"):
+        plan(["cda"], "smoke", repeat=0)

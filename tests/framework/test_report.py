@@ -24,7 +24,7 @@ def with_figure(ctx):
     )
 
 
-@claim(paper=PAPER, name="pipe|name", statement="s", paper_value="p|q", criterion="c")
+@claim(paper=PAPER, name="pipe|name", statement="s|t", paper_value="p|q", criterion="c")
 def piped(ctx):
     return Result.judge(metrics={"a": 1}, baseline={"b": {"a": 0}}, required={"never": False})
 
@@ -70,26 +70,61 @@ def test_report_html_table_and_embedded_figures(tmp_path):
     parser = TableParser()
     parser.feed(html.read_text())
     header, *rows = parser.rows
-    assert header == [
-        "paper",
-        "claim",
-        "paper's value",
-        "ours",
-        "baseline's",
-        "criterion",
-        "verdict",
-        "time (s)",
-    ]
-    by_claim = {r[1]: r for r in rows}
-    assert by_claim["with-figure"][6] == "reproduced"
-    assert by_claim["with-figure"][3] == "a=0.9123"
-    assert by_claim["with-figure"][4] == "b=a=0.5"
-    assert by_claim["pipe|name"][6] == "not reproduced"
+    assert header == ["paper", "claim", "ours", "baseline", "criterion", "scale", "verdict", "why"]
+    by_statement = {r[1]: r for r in rows}
+    assert len(rows) == 2
+    with_figure, piped = by_statement["draws"], by_statement["s|t"]
+    assert with_figure[6] == "reproduced" and piped[6] == "not reproduced"
+    assert with_figure[2] == "a=0.9123"
+    assert with_figure[3] == "b: a=0.5"
+    assert with_figure[5] == "smoke (plumbing)"
+    assert "failed: never" in piped[7]
     assert parser.images == 1
+    page = html.read_text()
+    assert "plumbing check, not a verdict" in page and "<details>" in page
     text = md.read_text()
-    assert "figures/_test_report-with-figure.png" in text
-    assert "pipe\\|name" in text  # table cells escape pipes
+    assert "figures/_test_report-with-figure-smoke.png" in text
+    assert "| s\\|t |" in text  # table cells escape pipes
     assert "1 not reproduced, 1 reproduced" in text
+
+
+def test_repeats_are_counted_and_disagreement_is_fragile(tmp_path):
+    from iclr26.report import summary_rows
+
+    def rec(seed, verdict):
+        return {
+            "paper": "cda",
+            "claim": "c",
+            "scale": "quick",
+            "seed": seed,
+            "verdict": verdict,
+            "metrics": {"m": seed},
+            "baseline": {"b": {"m": 0}},
+            "statement": "s",
+            "criterion": "c",
+            "reason": verdict,
+        }
+
+    rows = summary_rows([rec(0, "reproduced"), rec(1, "reproduced"), rec(2, "not reproduced")])
+    (row,) = rows
+    assert row["fragile"] and row["repeats"] == 3
+    assert row["counts"] == {"reproduced": 2, "not reproduced": 1}
+    assert row["label"] == "fragile: 2× reproduced, 1× not reproduced"
+    assert row["ours"] == "m=0"  # the numbers shown are the first seed's
+    (steady,) = summary_rows([rec(0, "reproduced"), rec(1, "reproduced")])
+    assert not steady["fragile"] and steady["label"] == "reproduced (2/2 seeds)"
+
+
+def test_headline_metrics_are_the_declared_ones():
+    from iclr26.report import headline
+
+    record = {
+        "headline": ["acc"],
+        "metrics": {"loss": 0.3, "acc": 0.91, "curve": [1, 2]},
+        "baseline": {"lda": {"acc": 0.8, "loss": 0.5}, "svc": {"acc": 0.85}},
+    }
+    assert headline(record) == ("acc=0.91", "lda: acc=0.8; svc: acc=0.85")
+    assert headline({"metrics": {"x": 1, "y": 2, "z": 3}, "baseline": {}})[0] == "x=1, y=2"
 
 
 def test_format_numbers():

@@ -46,5 +46,7 @@ def test_ray_executor_runs_claims_as_tasks(tmp_path):
     assert verdicts["broken"]["verdict"] == "error"
     assert "fails on the cluster too" in verdicts["broken"]["reason"]
     # Figures made on the (possibly remote) node are written back next to results.json.
-    assert (tmp_path / "out" / "figures" / "_ray_paper-sum.png").read_bytes() == b"not really a png"
+    assert (
+        tmp_path / "out" / "figures" / "_ray_paper-sum-smoke.png"
+    ).read_bytes() == b"not really a png"
     assert len(load_results(tmp_path / "out")["results"]) == 2

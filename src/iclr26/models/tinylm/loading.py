@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from iclr26.models.tinylm.config import SIZES, check_size
+from iclr26.models.tinylm.config import PRETRAIN_STEPS, SIZES, check_size
 from iclr26.models.tinylm.train import pretrain_dir, pretrain_tiny_lm
 
 
@@ -28,10 +28,16 @@ def load_causal_lm(name_or_path_or_size: str | os.PathLike, **from_pretrained_kw
     return model, tok
 
 
-def warmup(size: str = "quick", **pretrain_kwargs) -> Path:
+def warmup(size: str = "quick", progress=None, **pretrain_kwargs) -> Path:
     """Train and cache the tiny LM of ``size`` (a no-op on a warm cache); returns its folder.
-    Keyword arguments go to :func:`pretrain_tiny_lm` (defaults: the size's fixed settings)."""
+    ``progress(done, total, note)`` is told after every training step. Other keyword arguments
+    go to :func:`pretrain_tiny_lm` (defaults: the size's fixed settings)."""
     check_size(size)
+    if progress is not None:
+        total = int(pretrain_kwargs.get("steps") or PRETRAIN_STEPS[size])
+        pretrain_kwargs["progress"] = lambda step, loss: progress(
+            step + 1, total, f"loss {loss:.3f}"
+        )
     pretrain_tiny_lm(size, **pretrain_kwargs)
     keyed = {k: v for k, v in pretrain_kwargs.items() if k not in ("threads", "progress", "cache")}
     return pretrain_dir(size, **keyed)
