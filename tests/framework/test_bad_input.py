@@ -68,9 +68,6 @@ NOT_YET_COVERED: set[str] = {
     "absignsgd",
     "fzoo",
     "gt_nsgdm",
-    "cvar_qlearning",
-    "ma_il_nash",
-    "pd2z_qlearning",
     "koopman_ot",
     "paano",
 }

@@ -125,9 +125,9 @@ def test_smoke_learning_and_api():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="q must lie"):
+    with pytest.raises(ValueError, match="q must be"):
         PredictiveCVaRQLearning(q=0.0)
-    with pytest.raises(ValueError, match="q must lie"):
+    with pytest.raises(ValueError, match="q must be"):
         cvar_dynamic_programming(decision_tree_table(), 1.5)
     with pytest.raises(ValueError):
         PredictiveCVaRQLearning(relabel=[True, False], n_replications=3)
@@ -214,3 +214,121 @@ def test_off_lattice_rewards_interpolate():
         policy_cvar(table, agent.act_batch, agent.initial_budgets(), q)
     # integer rewards keep the exact lattice path
     assert not PredictiveCVaRQLearning().learn(decision_tree_table(), 2).interpolate_
+
+
+def random_acyclic_table(seed: int) -> EpisodicTable:
+    """A random layered episodic MDP with integer rewards (every path terminates)."""
+    rng = np.random.default_rng(seed)
+    S, A, O = 5, 2, 3
+    prob = rng.dirichlet(np.ones(O), size=(S, A))
+    rew = rng.integers(-6, 7, size=(S, A, O)).astype(float)
+    nxt = np.zeros((S, A, O), dtype=int)
+    term = np.zeros((S, A, O), dtype=bool)
+    for s in range(S):
+        if s == S - 1:
+            nxt[s], term[s] = s, True
+        else:
+            nxt[s] = rng.integers(s + 1, S, size=(A, O))
+            term[s] = rng.random((A, O)) < 0.3
+    return EpisodicTable(prob, nxt, rew, term, start_state=0, horizon=S, name=f"random-{seed}")
+
+
+def test_dp_value_always_within_the_return_range_and_narrow_grids_are_refused():
+    from iclr26.rl.cvar_qlearning import BudgetGrid
+
+    rng = np.random.default_rng(0)
+    tables = [decision_tree_table(), bandit_table()] + [random_acyclic_table(k) for k in range(6)]
+    for table in tables:
+        g_lo, g_hi = table.return_range()
+        for q in (0.05, 0.3, 1.0):
+            for _ in range(3):  # the default grid and wider ones, all on the integer lattice
+                pad_lo, pad_hi = rng.integers(0, 8, size=2)
+                grid = BudgetGrid(np.floor(g_lo) - pad_lo, np.ceil(g_hi) + pad_hi, 1.0)
+                sol = cvar_dynamic_programming(table, q, grid)
+                assert g_lo - 1e-9 <= sol.cvar <= g_hi + 1e-9
+            # exact evaluation of the DP's own policy agrees with its value
+            sol = cvar_dynamic_programming(table, q)
+            exact = policy_cvar(table, lambda r, s, e, sol=sol: sol.act(s, e), [sol.eta0], q)[0]
+            assert exact == pytest.approx(sol.cvar, abs=1e-8)
+        # a grid that misses part of the returns gave impossible values (e.g. 220 on the
+        # tree, whose returns lie in [-41, 16]); it is refused, naming the argument
+        for lo, hi in ((g_lo + 1, g_hi), (g_lo, g_hi - 1), (g_hi + 5, g_hi + 10)):
+            if hi < lo:
+                continue
+            with pytest.raises(ValueError, match="grid must cover the returns"):
+                cvar_dynamic_programming(table, 0.1, BudgetGrid(lo, hi))
+            with pytest.raises(ValueError, match="eta_grid must cover"):
+                PredictiveCVaRQLearning(eta_grid=BudgetGrid(lo, hi)).learn(table, 2)
+
+
+def test_learn_honours_time_limit_and_refuses_other_wrappers():
+    # gym.make's own wrappers are fine; a TimeLimit shorter than the table's horizon is
+    # honoured (the learner's table is truncated there, as env.step would truncate)
+    env = gym.make("iclr26/RiskyGridWorld-v0")
+    assert PredictiveCVaRQLearning(seed=0).learn(env, 3).table_.horizon == 40
+    short = gym.make("iclr26/RiskyGridWorld-v0", max_episode_steps=6)
+    agent = PredictiveCVaRQLearning(seed=0).learn(short, 20)
+    assert agent.table_.horizon == 6
+    assert agent.env_steps_ <= 20 * 6
+    # the truncated horizon changes the exact return range the agent works with
+    assert agent.table_.return_range()[0] > risky_grid_table().return_range()[0]
+    # wrappers that change rewards, observations or termination are refused, not bypassed
+    for wrapped in (
+        gym.wrappers.TransformReward(gym.make("iclr26/RiskyGridWorld-v0"), lambda r: 2 * r),
+        gym.wrappers.RecordEpisodeStatistics(gym.make("iclr26/CVaRDecisionTree-v0")),
+        BudgetAugmentedWrapper(gym.make("iclr26/CVaRDecisionTree-v0"), eta0=0.0),
+    ):
+        with pytest.raises(TypeError, match="env is wrapped by"):
+            PredictiveCVaRQLearning().learn(wrapped, 2)
+        fitted = PredictiveCVaRQLearning().learn(wrapped.unwrapped, 2)
+        with pytest.raises(TypeError, match="env is wrapped by"):
+            evaluate_cvar(fitted, wrapped, q=0.1, n_episodes=10)
+
+
+def test_every_env_passes_the_gymnasium_checker():
+    import warnings
+
+    from iclr26.rl.cvar_qlearning import (
+        CVaRDecisionTreeEnv,
+        RiskyGridWorldEnv,
+        TabularEpisodicEnv,
+    )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "wrapped env" / "no spec" notices
+        for env in (
+            CVaRDecisionTreeEnv(),
+            RiskyGridWorldEnv(wind_prob=0.1, rows=3, cols=4),
+            TabularEpisodicEnv(random_acyclic_table(0)),
+            gym.make("iclr26/CVaRDecisionTree-v0"),
+            gym.make("iclr26/RiskyGridWorld-v0"),
+            BudgetAugmentedWrapper(gym.make("iclr26/RiskyGridWorld-v0"), eta0=-10.0),
+            BudgetAugmentedWrapper(gym.make("iclr26/CVaRDecisionTree-v0"), eta0=1.0),
+        ):
+            check_env(env)
+        # around a built-in toy-text env (no table: the budget box is unbounded)
+        check_env(
+            BudgetAugmentedWrapper(gym.make("FrozenLake-v1"), eta0=0.5), skip_render_check=True
+        )
+
+
+def test_budget_wrapper_tracks_the_budget_inside_its_box():
+    env = BudgetAugmentedWrapper(gym.make("iclr26/RiskyGridWorld-v0"), eta0=-10.0)
+    box = env.observation_space[1]
+    assert np.isfinite(box.low).all() and np.isfinite(box.high).all()
+    (obs, eta), _ = env.reset(seed=3)
+    total = 0.0
+    for _ in range(60):
+        (obs, eta), reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        total += reward
+        assert eta[0] == pytest.approx(-10.0 - total)
+        assert env.observation_space.contains((obs, eta))
+        if terminated or truncated:
+            break
+    (_, eta), _ = env.reset(seed=0, options={"eta0": 2.0})
+    g_lo, g_hi = risky_grid_table().return_range()
+    assert eta[0] == 2.0
+    assert env.observation_space[1].low[0] == 2.0 - g_hi
+    assert env.observation_space[1].high[0] == 2.0 - g_lo
+    plain, _ = env.reset(seed=0)  # back to eta0 = -10 and its box
+    assert plain[1][0] == -10.0 and env.observation_space.contains(plain)

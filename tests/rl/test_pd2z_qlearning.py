@@ -39,7 +39,7 @@ def test_schedules_values_and_errors():
         assert np.all(np.diff(s) <= 0) and np.all(s > 0)
     assert np.allclose(poly_schedule(1.0, 4, 0.5), [1, 2**-0.5, 3**-0.5, 0.5])
     for bad in (dict(nu=0.0), dict(nu=-1.0)):
-        with pytest.raises(ValueError, match="nu > 0"):
+        with pytest.raises(ValueError, match="nu must be > 0"):
             make_schedule("pd2z", eta, n, **bad)
     for alpha in (0.0, 1.5):
         with pytest.raises(ValueError, match="alpha"):
@@ -227,3 +227,108 @@ def test_asynchronous_updates_one_entry_per_step_and_converges():
         eta=0.5, n_steps=4000, n_replications=3, q_init=0.0, log_every=1000, seed=0
     ).fit(mdp, q_star)
     assert np.all(asy.error_curve_[-1] < 0.5 * asy.error_curve_[0])
+
+
+def two_action_mdp(gap: float, gamma: float = 0.5) -> TabularMDP:
+    """One state, two actions that both return to it; rewards +-1 (fair coin), shifted by
+    ``gap`` for action 1: the action gap of Q* is ``gap`` (0 = exactly tied)."""
+    prob = np.full((1, 2, 2), 0.5)
+    rew = np.array([[[1.0, -1.0], [1.0 + gap, -1.0 + gap]]])
+    return TabularMDP(prob, np.zeros((1, 2, 2), int), rew, np.zeros((1, 2, 2), bool), gamma)
+
+
+def test_fixed_fraction_tail_window_loses_coverage_as_n_grows_when_actions_are_tied():
+    """The condition stated in SynchronousQLearning's docstring and the README: with a window
+    that is a fixed fraction of n, near-tied actions leave the tail average a bias that does
+    not shrink with n while the intervals do, so coverage falls as n grows; a clear action
+    gap (or a shorter window, whose step sizes are smaller) keeps it."""
+    from iclr26.rl.pd2z_qlearning import coverage
+
+    def run(gap, n, tail_frac):
+        mdp = two_action_mdp(gap)
+        q_star = value_iteration(mdp)
+        ql = SynchronousQLearning(
+            schedule="ld2z",
+            eta=0.5,
+            n_steps=n,
+            tail_frac=tail_frac,
+            n_bootstrap=20,
+            n_replications=150,
+            seed=1,
+        ).fit(mdp)
+        lo, hi = ql.confidence_intervals(level=0.95)
+        cov = coverage(lo, hi, q_star)[0]
+        bias_over_sd = float(np.abs((ql.q_tail_ - q_star).mean(0) / ql.q_tail_.std(0)).max())
+        return cov, bias_over_sd
+
+    tied_small, _ = run(0.0, 250, 0.5)
+    tied_large, tied_bias = run(0.0, 4000, 0.5)
+    gap_large, gap_bias = run(1.0, 4000, 0.5)
+    short_window, _ = run(0.0, 4000, 0.1)
+    assert tied_large < tied_small - 0.3 and tied_large < 0.5  # measured 0.84 -> 0.24
+    assert tied_bias > 2.5  # the bias is several standard deviations of the tail average
+    assert gap_large >= 0.8 and gap_bias < 0.5  # a clear gap: measured 0.86, bias 0.2 sd
+    assert short_window >= tied_large + 0.3  # a shorter window: measured 0.83
+
+
+def test_learner_is_a_scikit_learn_estimator():
+    import warnings
+
+    from sklearn.base import BaseEstimator, clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from iclr26.rl.pd2z_qlearning.qlearning import SKLEARN_EXPECTED_FAILED_CHECKS
+
+    for cls in (SynchronousQLearning, AsynchronousQLearning):
+        est = cls(eta=0.3, n_steps=50, n_bootstrap=3, seed=4)
+        assert isinstance(est, BaseEstimator)
+        twin = clone(est)
+        assert twin is not est and twin.get_params() == est.get_params()
+        assert clone(est.set_params(tail_frac=0.25)).tail_frac == 0.25
+        with pytest.raises(NotFittedError):
+            twin.confidence_intervals()
+        mdp = random_mdp(3, 2, 2, seed=0)
+        # a clone fits to exactly the same numbers (seeded), and fit returns self
+        assert np.array_equal(twin.fit(mdp).q_tail_, clone(twin).fit(mdp).q_tail_)
+        # hyperparameters are validated in fit, not __init__ (scikit-learn convention)
+        bad = cls(eta=float("nan"))
+        with pytest.raises(ValueError, match="eta"):
+            bad.fit(mdp)
+        # check_estimator: every check passes except those listed (fit takes an MDP)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = check_estimator(
+                cls(n_steps=10),
+                expected_failed_checks=SKLEARN_EXPECTED_FAILED_CHECKS,
+                on_fail=None,
+            )
+        status = {}
+        for r in results:
+            status.setdefault(r["check_name"], set()).add(r["status"])
+        assert not [k for k, v in status.items() if "failed" in v]
+        assert {k for k, v in status.items() if "xfail" in v} == set(
+            SKLEARN_EXPECTED_FAILED_CHECKS
+        )  # the list is not stale: each listed check really fails
+        for name in SKLEARN_EXPECTED_FAILED_CHECKS:
+            assert name in SynchronousQLearning.__doc__
+        assert "check_estimator_cloneable" in status and status["check_set_params"] == {"passed"}
+
+
+def test_nan_rewards_and_q_init_are_refused():
+    with pytest.raises(ValueError, match="reward contains NaN"):
+        TabularMDP(
+            np.ones((1, 1, 1)),
+            np.zeros((1, 1, 1), int),
+            np.full((1, 1, 1), np.nan),
+            np.zeros((1, 1, 1), bool),
+            0.9,
+        )
+    mdp = deterministic_mdp()
+    for q_init in (np.nan, np.inf, np.full((3, 2), np.nan)):
+        with pytest.raises(ValueError, match="q_init"):
+            run_q_learning(mdp, np.ones(3), q_init=q_init)
+        with pytest.raises(ValueError, match="q_init"):
+            SynchronousQLearning(n_steps=3, q_init=q_init).fit(mdp)
+    with pytest.raises(ValueError, match="q_init"):
+        run_q_learning(mdp, np.ones(3), q_init=np.zeros((2, 2)))

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
+
 from .predictive_tail import (
     BudgetGrid,
     check_risk_level,
@@ -21,14 +23,41 @@ from .predictive_tail import (
 from .tables import EpisodicTable, TableSampler
 
 
+def _check_table(table, name: str = "table") -> EpisodicTable:
+    if not isinstance(table, EpisodicTable):
+        raise TypeError(f"{name} must be an EpisodicTable, got {type(table).__name__}")
+    return table
+
+
 def default_grid(table: EpisodicTable) -> BudgetGrid:
     """Integer budgets spanning every return-to-go [G_min, G_max] of the table."""
-    lo, hi = table.return_bounds()
+    lo, hi = _check_table(table).return_bounds()
     return BudgetGrid(lo, hi, 1.0)
+
+
+def check_grid_covers(grid, table: EpisodicTable, name: str = "eta_grid") -> BudgetGrid:
+    """A :class:`BudgetGrid` whose range holds the table's return range [G_min, G_max].
+
+    The off-grid rules (below the grid no tail mass, above it the whole distribution) are
+    exact only for budgets outside every reachable return; a narrower grid applies them to
+    budgets where they are false, and the CVaR computed from it can lie outside
+    [G_min, G_max] -- an impossible value. Such a grid is refused."""
+    if not isinstance(grid, BudgetGrid):
+        raise TypeError(f"{name} must be a BudgetGrid or None, got {type(grid).__name__}")
+    g_lo, g_hi = table.return_range()
+    if not grid.covers(g_lo, g_hi):
+        raise ValueError(
+            f"{name} must cover the returns [{g_lo:g}, {g_hi:g}] of {table.name!r}; got "
+            f"[{grid.lo:g}, {grid.hi:g}]. Widen it (default_grid(table) spans them)"
+        )
+    return grid
 
 
 def risk_neutral_q(table: EpisodicTable, tol: float = 1e-10, max_iter: int = 100_000):
     """Optimal expected-return Q by undiscounted value iteration (episodes terminate)."""
+    _check_table(table)
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    max_iter = V.check_int(max_iter, "max_iter", low=1)
     q = np.zeros((table.n_states, table.n_actions))
     cont = ~table.terminal
     for _ in range(max_iter):
@@ -54,6 +83,7 @@ class CVaRSolution:
 
     def act(self, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """Greedy optimal action at augmented states (arrays of equal shape)."""
+        state, eta = _check_augmented(state, eta, self.shortfall.shape[0])
         K = self.grid.size
         if self.interpolate:
             u = self.grid.position(eta)
@@ -68,6 +98,19 @@ class CVaRSolution:
         qn = self.q_neutral[state]
         loss = np.where(above[..., None], -qn, np.where(below[..., None], 0.0, loss))
         return greedy_action(loss, qn)
+
+
+def _check_augmented(state, eta, n_states: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer states in [0, S) and finite budgets of one shape."""
+    state = V.check_array(state, "state", dtype=None, min_rows=0)
+    if state.dtype.kind not in "iu":
+        raise TypeError(f"state must hold integer state indices, got {state.dtype}")
+    if state.size:
+        V.check_array(state, "state", low=0, high=n_states - 1, min_rows=0)
+    eta = V.check_array(eta, "eta", dtype=np.float64, min_rows=0)
+    if eta.shape != state.shape:
+        raise ValueError(f"eta must have the shape of state {state.shape}, got {eta.shape}")
+    return state, eta
 
 
 def _at(values: np.ndarray, nxt: np.ndarray, j2: np.ndarray, K: int) -> np.ndarray:
@@ -95,9 +138,15 @@ def cvar_dynamic_programming(
     max_iter: int = 100_000,
 ) -> CVaRSolution:
     """CVaR-optimal shortfall L*(s, a, eta) = E[(eta - G)_+] minimised over policies on the
-    augmented state, then eta0* = argmax {eta - L*(s0, eta)/q} and the optimal CVaR."""
+    augmented state, then eta0* = argmax {eta - L*(s0, eta)/q} and the optimal CVaR.
+
+    ``grid`` must cover the table's return range (:func:`check_grid_covers`); the value
+    returned then lies in [G_min, G_max]."""
+    _check_table(table)
     q = check_risk_level(q)
-    grid = default_grid(table) if grid is None else grid
+    grid = default_grid(table) if grid is None else check_grid_covers(grid, table, "grid")
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    max_iter = V.check_int(max_iter, "max_iter", low=1)
     K = grid.size
     qn = risk_neutral_q(table)
     vn = qn.max(-1)
@@ -166,8 +215,20 @@ def cvar_dynamic_programming(
 def cvar_of_distribution(values: np.ndarray, probs: np.ndarray, q: float) -> np.ndarray:
     """Lower-tail CVaR_q of discrete distributions (last axis), fractional atoms included."""
     q = check_risk_level(q)
-    values = np.broadcast_to(np.asarray(values, dtype=float), np.shape(probs))
-    probs = np.asarray(probs, dtype=float)
+    probs = V.check_array(probs, "probs", dtype=np.float64, low=0.0)
+    if probs.ndim == 0:
+        raise ValueError("probs must have at least one dimension (the atoms)")
+    values = V.check_array(values, "values", dtype=np.float64)
+    try:
+        values = np.broadcast_to(values, probs.shape)
+    except ValueError:
+        raise ValueError(
+            f"values must broadcast to the shape of probs {probs.shape}, got {values.shape}"
+        ) from None
+    sums = probs.sum(-1)
+    if not np.allclose(sums, 1.0, atol=1e-8):
+        worst = float(np.abs(sums - 1.0).max())
+        raise ValueError(f"probs must sum to 1 along the last axis; off by up to {worst:.3g}")
     order = np.argsort(values, axis=-1)
     v = np.take_along_axis(values, order, -1)
     p = np.take_along_axis(probs, order, -1)
@@ -188,6 +249,10 @@ def return_distribution(
     support (accumulated returns) and probabilities [R, G]. Truncation at the horizon ends
     the episode with the accumulated return.
     """
+    _check_table(table)
+    if not callable(act):
+        raise TypeError(f"act must be callable, got {type(act).__name__}")
+    eta0 = V.check_array(np.atleast_1d(np.asarray(eta0, dtype=float)), "eta0", ndim=1)
     if np.any(np.abs(table.reward - np.rint(table.reward)) > 1e-9):
         raise ValueError(
             "exact return distributions need integer rewards; use evaluate_cvar (Monte "
@@ -235,12 +300,19 @@ def policy_cvar(table: EpisodicTable, act, eta0, q: float) -> np.ndarray:
 
 def neutral_policy_cvar(table: EpisodicTable, q: float) -> float:
     """Exact CVaR_q of the risk-neutral optimal policy (ties broken by the lower index)."""
+    q = check_risk_level(q)
     greedy = risk_neutral_q(table).argmax(-1)
     return float(policy_cvar(table, lambda r, s, e: greedy[s], np.zeros(1), q)[0])
 
 
 def monte_carlo_returns(table: EpisodicTable, act, eta0: float, n_episodes: int, seed=0):
     """Returns of ``n_episodes`` rollouts of one budget-carrying policy, all in lock-step."""
+    _check_table(table)
+    if not callable(act):
+        raise TypeError(f"act must be callable, got {type(act).__name__}")
+    eta0 = V.check_scalar(eta0, "eta0")
+    n_episodes = V.check_int(n_episodes, "n_episodes", low=1)
+    seed = V.check_int(seed, "seed", low=0, allow_none=True)
     rng = np.random.default_rng(seed)
     sampler = TableSampler(table, n_episodes, rng)
     budget = np.full(n_episodes, float(eta0))
@@ -249,7 +321,7 @@ def monte_carlo_returns(table: EpisodicTable, act, eta0: float, n_episodes: int,
     rep = np.zeros(n_episodes, dtype=np.int64)
     for _ in range(table.horizon):
         a = act(rep, sampler.state, budget)
-        _, r, term, trunc = sampler.step(a)
+        _, r, term, trunc = sampler._step(a)
         total += np.where(alive, r, 0.0)
         budget -= r
         alive &= ~(term | trunc)
@@ -261,5 +333,5 @@ def monte_carlo_returns(table: EpisodicTable, act, eta0: float, n_episodes: int,
 def empirical_cvar(returns: np.ndarray, q: float) -> float:
     """Mean of the worst ceil(q N) returns."""
     q = check_risk_level(q)
-    returns = np.sort(np.asarray(returns, dtype=float))
+    returns = np.sort(V.check_array(returns, "returns", ndim=1, dtype=np.float64))
     return float(returns[: int(np.ceil(q * returns.size))].mean())

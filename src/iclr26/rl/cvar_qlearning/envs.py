@@ -11,6 +11,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from iclr26 import validation as V
+
 from .tables import EpisodicTable
 
 TREE_NODES = 7  # heap-indexed decision nodes 0..6; state 7 is the absorbing end
@@ -68,10 +70,11 @@ def risky_grid_table(
     Reward -1 per step, -lava_penalty on entering lava (terminal), 0 on reaching the goal.
     With the defaults the risk-neutral optimal path hugs the lava while the CVaR_0.1-optimal
     one detours (with wind 0.1 and penalty 30 both policies detour and coincide)."""
-    if not (0.0 <= wind_prob < 1.0):
-        raise ValueError(f"wind_prob must lie in [0, 1), got {wind_prob!r}")
-    if rows < 2 or cols < 3:
-        raise ValueError("the grid needs at least 2 rows and 3 columns")
+    wind_prob = V.check_scalar(wind_prob, "wind_prob", low=0.0, high=1.0, high_open=True)
+    rows = V.check_int(rows, "rows", low=2)
+    cols = V.check_int(cols, "cols", low=3)
+    lava_penalty = V.check_scalar(lava_penalty, "lava_penalty")
+    horizon = V.check_int(horizon, "horizon", low=1)
     S, A = rows * cols, 4
     start, goal = (rows - 1) * cols, rows * cols - 1
     lava = {(rows - 1) * cols + c for c in range(1, cols - 1)}
@@ -109,6 +112,8 @@ class TabularEpisodicEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, table: EpisodicTable):
+        if not isinstance(table, EpisodicTable):
+            raise TypeError(f"table must be an EpisodicTable, got {type(table).__name__}")
         self.table = table
         self.observation_space = spaces.Discrete(table.n_states)
         self.action_space = spaces.Discrete(table.n_actions)
@@ -123,7 +128,7 @@ class TabularEpisodicEnv(gym.Env):
 
     def step(self, action):
         if not self.action_space.contains(action):
-            raise ValueError(f"invalid action {action!r}")
+            raise ValueError(f"action must be in {self.action_space}, got {action!r}")
         s, a = self._state, int(action)
         k = int(np.searchsorted(self._cum[s, a], self.np_random.random(), side="right"))
         k = min(k, self._cum.shape[-1] - 1)
@@ -151,20 +156,93 @@ class RiskyGridWorldEnv(TabularEpisodicEnv):
         super().__init__(risky_grid_table(wind_prob, rows, cols, lava_penalty, horizon))
 
 
-class BudgetAugmentedWrapper(gym.Wrapper):
-    """Exposes (state, remaining budget eta) as the observation; eta <- eta - reward."""
+# wrappers that leave an env's dynamics as its table describes them (the ones gym.make adds);
+# TimeLimit may shorten the horizon, which the tabular code honours
+PASSIVE_WRAPPERS = (
+    gym.wrappers.PassiveEnvChecker,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.TimeLimit,
+)
+
+
+def table_behind(env: gym.Env) -> tuple[EpisodicTable, int | None]:
+    """The outcome table of an env of this module and the shortest ``TimeLimit`` around it.
+
+    Wrappers other than :data:`PASSIVE_WRAPPERS` may change observations, actions, rewards
+    or termination in ways a table cannot express, so they are refused (``TypeError``
+    naming them) instead of being silently bypassed."""
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"env must be a gymnasium.Env, got {type(env).__name__}")
+    limit, foreign, layer = None, [], env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, gym.wrappers.TimeLimit):
+            steps = getattr(layer, "_max_episode_steps", None)
+            if steps is not None:
+                limit = int(steps) if limit is None else min(limit, int(steps))
+        elif not isinstance(layer, PASSIVE_WRAPPERS):
+            foreign.append(type(layer).__name__)
+        layer = layer.env
+    table = getattr(layer, "table", None)
+    if not isinstance(table, EpisodicTable):
+        raise TypeError(
+            "env must expose its outcome table as env.unwrapped.table (an EpisodicTable), "
+            f"e.g. the iclr26/ envs of this module; {type(layer).__name__} has none"
+        )
+    if foreign:
+        raise TypeError(
+            f"env is wrapped by {', '.join(foreign)}: the tabular code samples from "
+            "env.unwrapped.table and would silently bypass these wrappers; pass the env "
+            "without them (only PassiveEnvChecker, OrderEnforcing and TimeLimit are honoured)"
+        )
+    return table, limit
+
+
+class BudgetAugmentedWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Exposes (state, remaining budget eta) as the observation; eta <- eta - reward.
+
+    The budget starts at ``eta0`` on every reset, or at ``options["eta0"]`` when a reset
+    passes one. Around an env of this module (any wrappers in between) the budget's
+    observation box is finite: [eta0 - G_max, eta0 - G_min] with the table's return range,
+    which every partial sum of rewards within the horizon respects; around other envs it is
+    unbounded.
+    """
 
     def __init__(self, env: gym.Env, eta0: float):
-        super().__init__(env)
-        self.eta0 = float(eta0)
+        if not isinstance(env, gym.Env):
+            raise TypeError(f"env must be a gymnasium.Env, got {type(env).__name__}")
+        eta0 = V.check_scalar(eta0, "eta0")
+        gym.utils.RecordConstructorArgs.__init__(self, eta0=eta0)
+        gym.Wrapper.__init__(self, env)
+        self.eta0 = eta0
         self.eta = self.eta0
+        try:
+            table, _ = table_behind(env)
+            self._range = table.return_range()
+        except TypeError:  # not a table env, or wrappers that may change the rewards
+            self._range = None
         self.observation_space = spaces.Tuple(
-            (env.observation_space, spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float64))
+            (env.observation_space, self._budget_space(self.eta0))
         )
+        self._space_eta0 = self.eta0
 
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        self.eta = self.eta0
+    def _budget_space(self, eta0: float) -> spaces.Box:
+        if self._range is None:
+            return spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float64)
+        g_lo, g_hi = self._range
+        return spaces.Box(eta0 - g_hi, eta0 - g_lo, shape=(1,), dtype=np.float64)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        eta0 = self.eta0
+        if options is not None and "eta0" in options:
+            eta0 = V.check_scalar(options["eta0"], "options['eta0']")
+            options = {k: v for k, v in options.items() if k != "eta0"} or None
+        if eta0 != self._space_eta0:  # the budget box follows the episode's initial budget
+            self.observation_space = spaces.Tuple(
+                (self.env.observation_space, self._budget_space(eta0))
+            )
+            self._space_eta0 = eta0
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.eta = eta0
         return (obs, np.array([self.eta])), info
 
     def step(self, action):

@@ -11,13 +11,23 @@ Each learner runs R independent copies of the env in lock-step from the env's ta
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 
 import gymnasium as gym
 import numpy as np
 
-from .dp import default_grid, empirical_cvar, monte_carlo_returns
+from iclr26 import validation as V
+
+from .dp import (
+    _check_augmented,
+    check_grid_covers,
+    default_grid,
+    empirical_cvar,
+    monte_carlo_returns,
+)
+from .envs import table_behind
 from .predictive_tail import (
     BudgetGrid,
     bootstrap_targets,
@@ -35,35 +45,46 @@ from .tables import EpisodicTable, TableSampler
 
 
 def table_of(env) -> EpisodicTable:
-    """The outcome table behind an env (or the table itself)."""
+    """The outcome table behind an env (or the table itself).
+
+    The env may carry the wrappers ``gym.make`` adds (PassiveEnvChecker, OrderEnforcing,
+    TimeLimit); a ``TimeLimit`` shorter than the table's horizon shortens the horizon of the
+    returned table. Any other wrapper is refused with a ``TypeError`` naming it: the
+    learners sample from the table and would otherwise ignore it."""
     if isinstance(env, EpisodicTable):
         return env
-    if isinstance(env, gym.Env):
-        table = getattr(env.unwrapped, "table", None)
-        if isinstance(table, EpisodicTable):
-            return table
+    if not isinstance(env, gym.Env):
         raise TypeError(
-            "the tabular learners need an env exposing env.unwrapped.table "
-            "(an EpisodicTable), e.g. the iclr26/ envs of this module"
+            f"env must be a gymnasium.Env or an EpisodicTable, got {type(env).__name__}"
         )
-    raise TypeError(f"expected a gymnasium.Env or EpisodicTable, got {type(env).__name__}")
+    table, limit = table_behind(env)
+    if limit is not None and limit < table.horizon:
+        table = dataclasses.replace(table, horizon=limit)
+    return table
 
 
 def _pair(value, name: str) -> tuple[float, float]:
-    start, end = (value, value) if np.isscalar(value) else tuple(value)
-    if not (0.0 <= start <= 1.0 and 0.0 <= end <= 1.0):
-        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
-    return float(start), float(end)
+    """An exploration rate (start, end) with both ends in [0, 1]; a number means constant."""
+    if isinstance(value, str) or not (np.isscalar(value) or np.ndim(value) == 1):
+        raise TypeError(f"{name} must be a number or a (start, end) pair, got {value!r}")
+    pair = (value, value) if np.isscalar(value) else tuple(value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a number or a (start, end) pair, got {value!r}")
+    start = V.check_probability(pair[0], f"{name}[0]")
+    end = V.check_probability(pair[1], f"{name}[1]")
+    return start, end
 
 
 def _flags(value, R: int, name: str) -> np.ndarray:
     """A flag for every replication (a scalar applies to all); lets one vectorised run hold
     several ablation settings side by side."""
-    flags = np.asarray(value, dtype=bool)
-    if flags.ndim == 0:
-        return np.full(R, bool(flags))
+    if isinstance(value, bool | np.bool_):
+        return np.full(R, bool(value))
+    flags = np.asarray(value)
+    if flags.ndim == 0 or flags.dtype.kind != "b":
+        raise TypeError(f"{name} must be a bool or a sequence of {R} bools, got {value!r}")
     if flags.shape != (R,):
-        raise ValueError(f"{name} must be a bool or a sequence of {R} bools")
+        raise ValueError(f"{name} must be a bool or a sequence of {R} bools, got {flags.shape}")
     return flags.copy()
 
 
@@ -84,16 +105,13 @@ class _BudgetLearner(ABC):
     ) -> None:
         self.q = check_risk_level(q)
         if eta_grid is not None and not isinstance(eta_grid, BudgetGrid):
-            raise TypeError("eta_grid must be a BudgetGrid or None")
-        if not (0.0 < lr <= 1.0):
-            raise ValueError(f"lr must lie in (0, 1], got {lr!r}")
-        if int(n_replications) < 1:
-            raise ValueError("n_replications must be >= 1")
+            raise TypeError(f"eta_grid must be a BudgetGrid or None, got {eta_grid!r}")
         self.eta_grid = eta_grid
-        self.lr = float(lr)
+        self.lr = V.check_scalar(lr, "lr", low=0.0, high=1.0, low_open=True)
         self.epsilon = _pair(epsilon, "epsilon")
         self.budget_epsilon = _pair(budget_epsilon, "budget_epsilon")
-        self.n_replications = int(n_replications)
+        self.n_replications = V.check_int(n_replications, "n_replications", low=1)
+        seed = V.check_int(seed, "seed", low=0, allow_none=True)
         self.relabel = _flags(relabel, self.n_replications, "relabel")
         self.budget_exploration = _flags(
             budget_exploration, self.n_replications, "budget_exploration"
@@ -116,7 +134,27 @@ class _BudgetLearner(ABC):
     # -- shared machinery -----------------------------------------------------------------
     def shortfall_at(self, rep: np.ndarray, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """L(s, ., eta) with the off-grid rules; index arrays of equal shape -> [..., A]."""
+        rep, state, eta = self._check_augmented(rep, state, eta)
         return self._shortfall_idx(rep, state, self._position(eta))
+
+    def _check_augmented(self, rep, state, eta):
+        """Replication indices, states and finite budgets of one shape (public entries)."""
+        self._check_fitted()
+        state, eta = _check_augmented(state, eta, self.table_.n_states)
+        rep = V.check_array(rep, "rep", dtype=None, min_rows=0)
+        if rep.dtype.kind not in "iu":
+            raise TypeError(f"rep must hold integer replication indices, got {rep.dtype}")
+        if rep.shape != state.shape:
+            raise ValueError(f"rep must have the shape of state {state.shape}, got {rep.shape}")
+        if rep.size:
+            V.check_array(rep, "rep", low=0, high=self.n_replications - 1, min_rows=0)
+        return rep, state, eta
+
+    def _check_replication(self, replication) -> int:
+        return V.check_int(replication, "replication", low=0, high=self.n_replications - 1)
+
+    def _check_obs(self, obs, name: str = "obs") -> int:
+        return V.check_int(obs, name, low=0, high=self.table_.n_states - 1)
 
     def _position(self, eta: np.ndarray) -> np.ndarray:
         """Integer lattice index of budgets, or the fractional position when the env's
@@ -149,6 +187,7 @@ class _BudgetLearner(ABC):
 
     def act_batch(self, rep: np.ndarray, state: np.ndarray, eta: np.ndarray) -> np.ndarray:
         """Greedy actions at augmented states (the learned policy, no exploration)."""
+        rep, state, eta = self._check_augmented(rep, state, eta)
         return self._act_idx(rep, state, self._position(eta))
 
     def _act_idx(self, rep, state, j) -> np.ndarray:
@@ -156,6 +195,7 @@ class _BudgetLearner(ABC):
 
     def initial_budgets(self) -> np.ndarray:
         """eta0* = argmax_eta {eta - min_a L(s0, a, eta) / q} for every replication [R]."""
+        self._check_fitted()
         R, s0 = self.n_replications, self.table_.start_state
         rep, k = np.indices((R, self.grid_.size))
         loss = self._grid_shortfall(rep, np.full_like(rep, s0), k).min(-1)
@@ -163,20 +203,28 @@ class _BudgetLearner(ABC):
 
     def initial_budget(self, obs: int | None = None, replication: int = 0) -> float:
         self._check_fitted()
-        if obs is not None and int(obs) != self.table_.start_state:
-            raise ValueError("the initial budget is defined at the start state")
+        replication = self._check_replication(replication)
+        if obs is not None and self._check_obs(obs) != self.table_.start_state:
+            raise ValueError(
+                f"obs must be the start state {self.table_.start_state} (the initial budget "
+                f"is defined there), got {obs!r}"
+            )
         return float(self.initial_budgets()[replication])
 
     def predict(self, obs: int, budget: float, replication: int = 0) -> tuple[int, float]:
         """Greedy action at (obs, budget); the caller updates budget <- budget - reward."""
         self._check_fitted()
-        a = self.act_batch(np.array([replication]), np.array([int(obs)]), np.array([budget]))
+        obs = self._check_obs(obs)
+        budget = V.check_scalar(budget, "budget")
+        replication = self._check_replication(replication)
+        a = self.act_batch(np.array([replication]), np.array([obs]), np.array([budget]))
         return int(a[0]), float(budget)
 
     def cvar_estimate(self, obs: int | None = None, replication: int = 0) -> float:
         """The agent's own CVaR estimate max_eta {eta - min_a L(s0, a, eta) / q}."""
         self._check_fitted()
-        s = self.table_.start_state if obs is None else int(obs)
+        replication = self._check_replication(replication)
+        s = self.table_.start_state if obs is None else self._check_obs(obs)
         k = np.arange(self.grid_.size)
         loss = self._grid_shortfall(np.full_like(k, replication), np.full_like(k, s), k)
         return float(cvar_from_shortfall(self.grid_.values, loss.min(-1), self.q))
@@ -186,11 +234,17 @@ class _BudgetLearner(ABC):
             raise RuntimeError("call learn() first")
 
     def learn(self, env, n_episodes: int):
-        """Train every replication for ``n_episodes`` episodes; returns self."""
-        if int(n_episodes) < 1:
-            raise ValueError("n_episodes must be >= 1")
+        """Train every replication for ``n_episodes`` episodes; returns self.
+
+        ``env``: an :class:`EpisodicTable` or an env of this module, as ``gym.make`` returns
+        it (see :func:`table_of`: a shorter ``TimeLimit`` is honoured, other wrappers are
+        refused). ``eta_grid`` must cover the env's return range."""
+        n_episodes = V.check_int(n_episodes, "n_episodes", low=1)
         table = table_of(env)
-        grid = default_grid(table) if self.eta_grid is None else self.eta_grid
+        if self.eta_grid is None:
+            grid = default_grid(table)
+        else:
+            grid = check_grid_covers(self.eta_grid, table, "eta_grid")
         # rewards off the grid lattice: fractional budget positions, linear interpolation
         self.interpolate_ = not grid.on_lattice(table.reward)
         self.table_, self.grid_ = table, grid
@@ -221,7 +275,7 @@ class _BudgetLearner(ABC):
             a = self._act_idx(rr, s, budget)
             explore = rng.random(R) < eps
             a = np.where(explore, rng.integers(0, A, R), a)
-            s2, r, term, trunc = sampler.step(a)
+            s2, r, term, trunc = sampler._step(a)
             shift = (
                 grid.offset(r) if self.interpolate_ else np.rint(-r / grid.step).astype(np.int64)
             )
@@ -419,12 +473,17 @@ def evaluate_cvar(
 ) -> float:
     """Monte Carlo CVaR_q (mean of the worst ceil(q N) returns) of the agent's greedy
     budget-carrying policy, rolling out ``n_episodes`` episodes in lock-step."""
+    if not isinstance(agent, _BudgetLearner):
+        raise TypeError(f"agent must be a fitted CVaR learner, got {type(agent).__name__}")
     agent._check_fitted()
     table = table_of(env)
+    q = check_risk_level(q)
+    n_episodes = V.check_int(n_episodes, "n_episodes", low=1)
+    replication = agent._check_replication(replication)
     eta0 = agent.initial_budgets()[replication]
 
     def act(rep, state, eta):
-        return agent.act_batch(np.full_like(rep, replication), state, eta)
+        return agent._act_idx(np.full_like(rep, replication), state, agent._position(eta))
 
     returns = monte_carlo_returns(table, act, eta0, int(n_episodes), seed)
     return empirical_cvar(returns, q)

@@ -20,7 +20,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 TIE_TOL = 1e-9
+
+
+def _finite(values, name: str) -> np.ndarray:
+    """Float array of budgets or rewards; NaN or infinity would index the grid silently wrong
+    (a cheap check: these methods run in the learners' inner loop)."""
+    arr = np.asarray(values, dtype=float)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite, got NaN or infinity")
+    return arr
 
 
 class BudgetGrid:
@@ -28,22 +39,36 @@ class BudgetGrid:
     of ``step`` keep eta - r on the grid (exact integer index shifts); other rewards are
     handled by linear interpolation at the fractional grid position (``position``)."""
 
+    MAX_SIZE = 1_000_000
+
     def __init__(self, lo: float, hi: float, step: float = 1.0):
-        if not (np.isfinite(lo) and np.isfinite(hi)) or hi < lo:
-            raise ValueError(f"need finite lo <= hi, got [{lo}, {hi}]")
-        if step <= 0:
-            raise ValueError("the grid step must be positive")
-        self.lo, self.step = float(lo), float(step)
-        self.size = int(round((hi - lo) / step)) + 1
+        lo = V.check_scalar(lo, "lo")
+        hi = V.check_scalar(hi, "hi", low=lo)
+        step = V.check_scalar(step, "step", low=0.0, low_open=True)
+        size = int(round((hi - lo) / step)) + 1
+        if size > self.MAX_SIZE:
+            raise ValueError(
+                f"step {step:g} over [{lo:g}, {hi:g}] gives {size} budgets; at most "
+                f"{self.MAX_SIZE} are allowed"
+            )
+        self.lo, self.step = lo, step
+        self.size = size
         self.values = self.lo + self.step * np.arange(self.size)
 
     @property
     def hi(self) -> float:
         return float(self.values[-1])
 
+    def __repr__(self) -> str:
+        return f"BudgetGrid(lo={self.lo:g}, hi={self.hi:g}, step={self.step:g})"
+
+    def covers(self, lo: float, hi: float, tol: float = 1e-9) -> bool:
+        """Whether [lo, hi] lies inside the grid's range."""
+        return self.lo <= lo + tol and self.hi >= hi - tol
+
     def shift(self, reward: np.ndarray) -> np.ndarray:
         """Integer index shift -r/step for rewards on the grid's lattice."""
-        shift = -np.asarray(reward, dtype=float) / self.step
+        shift = -_finite(reward, "reward") / self.step
         rounded = np.rint(shift)
         if np.any(np.abs(shift - rounded) > 1e-9):
             raise ValueError("rewards must be multiples of the budget grid step")
@@ -51,20 +76,20 @@ class BudgetGrid:
 
     def on_lattice(self, reward: np.ndarray) -> bool:
         """Whether every reward is a multiple of the step (so eta - r stays on the grid)."""
-        shift = -np.asarray(reward, dtype=float) / self.step
+        shift = -_finite(reward, "reward") / self.step
         return bool(np.all(np.abs(shift - np.rint(shift)) <= 1e-9))
 
     def offset(self, reward: np.ndarray) -> np.ndarray:
         """Fractional index shift -r/step (any rewards)."""
-        return -np.asarray(reward, dtype=float) / self.step
+        return -_finite(reward, "reward") / self.step
 
     def position(self, eta: np.ndarray) -> np.ndarray:
         """Fractional grid position (eta - lo)/step (outside [0, K-1] off the grid)."""
-        return (np.asarray(eta, dtype=float) - self.lo) / self.step
+        return (_finite(eta, "eta") - self.lo) / self.step
 
     def index(self, eta: np.ndarray) -> np.ndarray:
         """Integer grid index of budgets on the lattice (may fall outside [0, K))."""
-        return np.rint((np.asarray(eta, dtype=float) - self.lo) / self.step).astype(np.int64)
+        return np.rint((_finite(eta, "eta") - self.lo) / self.step).astype(np.int64)
 
 
 def interpolation(u: np.ndarray, K: int):
@@ -143,8 +168,6 @@ def cvar_from_shortfall(grid_values: np.ndarray, min_shortfall: np.ndarray, q: f
     return (grid_values - min_shortfall / q).max(axis=-1)
 
 
-def check_risk_level(q: float) -> float:
-    q = float(q)
-    if not (0.0 < q <= 1.0):
-        raise ValueError(f"the CVaR level q must lie in (0, 1], got {q!r}")
-    return q
+def check_risk_level(q: float, name: str = "q") -> float:
+    """The CVaR level q in (0, 1]."""
+    return V.check_scalar(q, name, low=0.0, high=1.0, low_open=True)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 @dataclass(frozen=True)
 class EpisodicTable:
@@ -25,27 +27,31 @@ class EpisodicTable:
     name: str = "episodic"
 
     def __post_init__(self) -> None:
-        prob = np.asarray(self.prob, dtype=float)
-        if prob.ndim != 3:
-            raise ValueError(f"prob must have shape [S, A, K], got {prob.shape}")
-        for key in ("next_state", "reward", "terminal"):
-            if np.shape(getattr(self, key)) != prob.shape:
-                raise ValueError(
-                    f"{key} has shape {np.shape(getattr(self, key))}, prob has {prob.shape}"
-                )
-        if np.any(prob < 0) or not np.allclose(prob.sum(-1), 1.0):
-            raise ValueError("outcome probabilities must be non-negative and sum to 1")
-        nxt = np.asarray(self.next_state)
-        if nxt.min() < 0 or nxt.max() >= prob.shape[0]:
-            raise ValueError("next_state indices must lie in [0, S)")
-        if not (0 <= int(self.start_state) < prob.shape[0]):
-            raise ValueError("start_state must be a valid state index")
-        if int(self.horizon) < 1:
-            raise ValueError("horizon must be >= 1")
+        prob = V.check_array(self.prob, "prob", ndim=3, dtype=np.float64, low=0.0)
+        if not np.allclose(prob.sum(-1), 1.0):
+            worst = float(np.abs(prob.sum(-1) - 1.0).max())
+            raise ValueError(
+                f"prob must sum to 1 over the outcomes of every (s, a); off by up to {worst:.3g}"
+            )
+        nxt = V.check_array(self.next_state, "next_state", shape=prob.shape, dtype=None)
+        if nxt.dtype.kind not in "iu":
+            if nxt.dtype.kind != "f" or np.any(nxt != np.rint(nxt)):
+                raise TypeError(f"next_state must hold integer state indices, got {nxt.dtype}")
+        V.check_array(nxt, "next_state", low=0, high=prob.shape[0] - 1)
+        reward = V.check_array(self.reward, "reward", shape=prob.shape, dtype=np.float64)
+        term = V.check_array(self.terminal, "terminal", shape=prob.shape, dtype=None)
+        if term.dtype.kind != "b" and not np.isin(term, (0, 1)).all():
+            raise TypeError(f"terminal must hold booleans, got {term.dtype}")
+        V.check_int(self.start_state, "start_state", low=0, high=prob.shape[0] - 1)
+        V.check_int(self.horizon, "horizon", low=1)
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
         object.__setattr__(self, "prob", prob)
         object.__setattr__(self, "next_state", nxt.astype(np.int64))
-        object.__setattr__(self, "reward", np.asarray(self.reward, dtype=float))
-        object.__setattr__(self, "terminal", np.asarray(self.terminal, dtype=bool))
+        object.__setattr__(self, "reward", reward)
+        object.__setattr__(self, "terminal", term.astype(bool))
+        object.__setattr__(self, "start_state", int(self.start_state))
+        object.__setattr__(self, "horizon", int(self.horizon))
 
     @property
     def n_states(self) -> int:
@@ -55,8 +61,10 @@ class EpisodicTable:
     def n_actions(self) -> int:
         return self.prob.shape[1]
 
-    def return_bounds(self) -> tuple[int, int]:
-        """Bounds [G_min, G_max] on the return-to-go from any state within the horizon."""
+    def return_range(self) -> tuple[float, float]:
+        """Exact bounds [G_min, G_max] on every partial sum of rewards within the horizon,
+        from any state (0, the empty sum, included): every budget a policy can carry from
+        a grid budget eta stays within [eta - G_max, eta - G_min]."""
         lo = np.zeros(self.n_states)
         hi = np.zeros(self.n_states)
         live = self.prob > 0
@@ -65,15 +73,24 @@ class EpisodicTable:
             lo_sa = np.where(live, self.reward + cont * lo[self.next_state], np.inf).min(-1)
             hi_sa = np.where(live, self.reward + cont * hi[self.next_state], -np.inf).max(-1)
             lo, hi = np.minimum(lo_sa.min(-1), 0.0), np.maximum(hi_sa.max(-1), 0.0)
-        return int(np.floor(lo.min())), int(np.ceil(hi.max()))
+        return float(lo.min()), float(hi.max())
+
+    def return_bounds(self) -> tuple[int, int]:
+        """Integer bounds [floor G_min, ceil G_max] of :meth:`return_range`."""
+        lo, hi = self.return_range()
+        return int(np.floor(lo)), int(np.ceil(hi))
 
 
 class TableSampler:
     """R independent copies of an episodic env, stepped in lock-step from its table."""
 
     def __init__(self, table: EpisodicTable, n_copies: int, rng: np.random.Generator):
+        if not isinstance(table, EpisodicTable):
+            raise TypeError(f"table must be an EpisodicTable, got {type(table).__name__}")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         self.table = table
-        self.R = int(n_copies)
+        self.R = V.check_int(n_copies, "n_copies", low=1)
         self.rng = rng
         self.cum = np.cumsum(table.prob, axis=-1)
         self.cum[..., -1] = np.inf
@@ -82,6 +99,14 @@ class TableSampler:
 
     def step(self, action: np.ndarray):
         """Returns (next_state, reward, terminated, truncated) arrays of length R."""
+        action = V.check_array(action, "action", shape=(self.R,), dtype=None)
+        if action.dtype.kind not in "iu":
+            raise TypeError(f"action must hold integer actions, got {action.dtype}")
+        V.check_array(action, "action", low=0, high=self.table.n_actions - 1)
+        return self._step(action)
+
+    def _step(self, action: np.ndarray):
+        """:meth:`step` without the input checks (the learners' inner loop)."""
         s = self.state
         k = (self.rng.random((self.R, 1)) >= self.cum[s, action]).sum(-1)
         nxt = self.table.next_state[s, action, k]

@@ -15,10 +15,48 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from .game import TabularMarkovGame
+from iclr26 import validation as V
+
+from .game import TabularMarkovGame, check_game
 
 FALLBACKS = ("uniform", "nearest-seen", "logistic")
+# scikit-learn checks that fit on arrays: fit(data, game) takes a demonstration dict and a game
+SKLEARN_EXPECTED_FAILED_CHECKS = {
+    name: "fit takes a demonstration dict and a TabularMarkovGame, not a data matrix X"
+    for name in (
+        "check_estimators_dtypes",
+        "check_fit_score_takes_y",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in",
+        "check_positive_only_tag_during_fit",
+        "check_estimators_empty_data_messages",
+        "check_pipeline_consistency",
+        "check_estimators_nan_inf",
+        "check_estimators_overwrite_params",
+        "check_estimator_sparse_array",
+        "check_estimator_sparse_matrix",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_fit2d_1sample",
+        "check_fit2d_1feature",
+        "check_fit1d",
+        "check_fit2d_predict1d",
+        "check_dict_unchanged",
+        "check_dont_overwrite_parameters",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in_after_fitting",
+        "check_complex_data",
+        "check_dtype_object",
+        "check_estimator_sparse_tag",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+    )
+}
 
 
 def collect_demonstrations(
@@ -29,9 +67,11 @@ def collect_demonstrations(
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """Roll out the expert profile; returns states [N, H] and per-agent actions [N, H, n]."""
-    if int(n_trajectories) < 1 or int(horizon) < 1:
-        raise ValueError("n_trajectories and horizon must be >= 1")
-    pi_expert = game.check_policy(pi_expert)
+    check_game(game)
+    n_trajectories = V.check_int(n_trajectories, "n_trajectories", low=1)
+    horizon = V.check_int(horizon, "horizon", low=1)
+    seed = V.check_int(seed, "seed", low=0, allow_none=True)
+    pi_expert = game.check_policy(pi_expert, "pi_expert")
     rng = np.random.default_rng(seed)
     N, H, n = int(n_trajectories), int(horizon), game.n_agents
     states = np.zeros((N, H), dtype=np.int64)
@@ -52,6 +92,7 @@ def collect_demonstrations(
 
 def one_hot_features(n_states: int) -> np.ndarray:
     """One-hot state indicator plus a shared constant feature."""
+    n_states = V.check_int(n_states, "n_states", low=1)
     return np.hstack([np.eye(n_states), np.ones((n_states, 1))])
 
 
@@ -63,9 +104,11 @@ def entropy_regularised_fit(freq: np.ndarray, weight: float, n_bisect: int = 100
     solved by Newton on log w) and p[a] = exp(-c / weight) where freq[a] = 0. Every p[a]
     decreases in c and sum_a p[a] = 1 has its root in [0, A max freq + weight log A + 1],
     found by bisection for all rows at once."""
-    freq = np.asarray(freq, dtype=float)
-    if weight < 0:
-        raise ValueError("weight must be >= 0")
+    freq = V.check_array(freq, "freq", ndim=2, dtype=np.float64, low=0.0)
+    weight = V.check_scalar(weight, "weight", low=0.0)
+    n_bisect = V.check_int(n_bisect, "n_bisect", low=1)
+    if np.any(freq.sum(-1) <= 0):
+        raise ValueError("freq must have a positive total in every row")
     freq = freq / freq.sum(-1, keepdims=True)
     if weight == 0:
         return freq
@@ -91,7 +134,7 @@ def entropy_regularised_fit(freq: np.ndarray, weight: float, n_bisect: int = 100
     return p / p.sum(-1, keepdims=True)
 
 
-class BehaviourCloning:
+class BehaviourCloning(BaseEstimator):
     """Per-agent tabular behaviour cloning with an explicit unseen-state fallback.
 
     ``fallback``: "uniform", "nearest-seen" (policy of the closest visited state in feature
@@ -99,6 +142,23 @@ class BehaviourCloning:
     (state, action) pairs), or an int: that fixed action. ``entropy_reg`` = lambda > 0 fits
     each seen state's policy by argmax_p sum_a q(a) log p(a) + lambda H(p) (entropy
     regularisation); ``label_smoothing`` mixes the result with the uniform policy.
+
+    A scikit-learn estimator: ``get_params``/``set_params``/``clone`` work and the
+    hyperparameters are validated in :meth:`fit` (scikit-learn's convention). No mixin
+    applies: it returns a policy per agent (``policy()``), not predictions. ``fit(data,
+    game)`` takes a demonstration dict and the game, not a matrix ``X``, so the checks of
+    :func:`~sklearn.utils.estimator_checks.check_estimator` that fit it on arrays cannot pass;
+    they are listed in :data:`SKLEARN_EXPECTED_FAILED_CHECKS` with that reason
+    (check_estimators_dtypes, check_fit_score_takes_y, check_estimators_fit_returns_self,
+    check_readonly_memmap_input, check_n_features_in, check_positive_only_tag_during_fit,
+    check_estimators_empty_data_messages, check_pipeline_consistency,
+    check_estimators_nan_inf, check_estimators_overwrite_params, check_estimator_sparse_array,
+    check_estimator_sparse_matrix, check_estimators_pickle, check_f_contiguous_array_estimator,
+    check_fit2d_1sample, check_fit2d_1feature, check_fit1d, check_fit2d_predict1d,
+    check_dict_unchanged, check_dont_overwrite_parameters, check_fit_idempotent,
+    check_fit_check_is_fitted, check_n_features_in_after_fitting, check_complex_data,
+    check_dtype_object, check_estimator_sparse_tag, check_methods_sample_order_invariance,
+    check_methods_subset_invariance). The API checks pass (tested).
     """
 
     def __init__(
@@ -110,56 +170,92 @@ class BehaviourCloning:
         logistic_c: float = 1.0,
         entropy_reg: float = 0.0,
     ):
-        if not (isinstance(fallback, (int, np.integer)) or fallback in FALLBACKS):
-            raise ValueError(f"fallback must be an action index or one of {FALLBACKS}")
-        if smoothing < 0 or not (0.0 <= label_smoothing <= 1.0):
-            raise ValueError("need smoothing >= 0 and label_smoothing in [0, 1]")
-        if not np.isfinite(entropy_reg) or entropy_reg < 0:
-            raise ValueError("entropy_reg must be a finite number >= 0")
-        self.entropy_reg = float(entropy_reg)
         self.fallback = fallback
-        self.smoothing = float(smoothing)
-        self.label_smoothing = float(label_smoothing)
+        self.smoothing = smoothing
+        self.label_smoothing = label_smoothing
         self.features = features
-        self.logistic_c = float(logistic_c)
+        self.logistic_c = logistic_c
+        self.entropy_reg = entropy_reg
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False  # fit(data, game): the actions are inside data
+        tags.non_deterministic = False
+        return tags
+
+    def _check_params(self, game: TabularMarkovGame) -> dict:
+        fallback = self.fallback
+        if isinstance(fallback, bool) or not (
+            isinstance(fallback, int | np.integer) or fallback in FALLBACKS
+        ):
+            raise ValueError(
+                f"fallback must be an action index or one of {FALLBACKS}, got {fallback!r}"
+            )
+        if isinstance(fallback, int | np.integer):
+            V.check_int(fallback, "fallback", low=0, high=min(game.n_actions) - 1)
+        S = game.n_states
+        if self.features is None:
+            feats = one_hot_features(S)
+        else:
+            feats = V.check_array(self.features, "features", ndim=2, dtype=np.float64)
+            if feats.shape[0] != S:
+                raise ValueError(
+                    f"features must have one row per state ({S}), got {feats.shape[0]}"
+                )
+        return {
+            "smoothing": V.check_scalar(self.smoothing, "smoothing", low=0.0),
+            "label_smoothing": V.check_probability(self.label_smoothing, "label_smoothing"),
+            "logistic_c": V.check_scalar(self.logistic_c, "logistic_c", low=0.0, low_open=True),
+            "entropy_reg": V.check_scalar(self.entropy_reg, "entropy_reg", low=0.0),
+            "features": feats,
+        }
 
     def fit(self, data: dict[str, np.ndarray], game: TabularMarkovGame):
-        states = np.asarray(data["states"]).reshape(-1)
-        actions = np.asarray(data["actions"]).reshape(states.size, -1)
-        if actions.shape[1] != game.n_agents:
+        """Clone each agent's policy from ``data`` (``collect_demonstrations``'s dict:
+        states [N, H] and actions [N, H, n]); returns self."""
+        check_game(game)
+        params = self._check_params(game)
+        if not isinstance(data, dict) or not {"states", "actions"} <= set(data):
+            raise TypeError("data must be a dict with 'states' and 'actions' arrays")
+        states = V.check_array(data["states"], "data['states']", dtype=None).reshape(-1)
+        if states.dtype.kind not in "iu":
+            raise TypeError(f"data['states'] must hold integer states, got {states.dtype}")
+        actions = V.check_array(data["actions"], "data['actions']", dtype=None)
+        if actions.dtype.kind not in "iu":
+            raise TypeError(f"data['actions'] must hold integer actions, got {actions.dtype}")
+        if actions.size != states.size * game.n_agents:
             raise ValueError(
-                f"actions list {actions.shape[1]} agents, the game has {game.n_agents}"
+                f"data['actions'] must hold {game.n_agents} actions per state, got shape "
+                f"{actions.shape} for {states.size} states"
             )
-        if states.min() < 0 or states.max() >= game.n_states:
-            raise ValueError("states out of range for this game")
+        actions = actions.reshape(states.size, -1)
+        V.check_array(states, "data['states']", low=0, high=game.n_states - 1)
         S = game.n_states
-        feats = one_hot_features(S) if self.features is None else np.asarray(self.features)
-        if feats.shape[0] != S:
-            raise ValueError("features must have one row per state")
+        feats = params["features"]
+        smoothing, label_smoothing = params["smoothing"], params["label_smoothing"]
         policies = []
         self.seen_ = np.bincount(states, minlength=S) > 0
         for i, A in enumerate(game.n_actions):
-            if actions[:, i].min() < 0 or actions[:, i].max() >= A:
-                raise ValueError(f"actions of agent {i} out of range")
+            V.check_array(actions[:, i], f"data['actions'] of agent {i}", low=0, high=A - 1)
             counts = np.zeros((S, A))
             np.add.at(counts, (states, actions[:, i]), 1.0)
             total = counts.sum(-1, keepdims=True)
             seen = total[:, 0] > 0
-            cloned = (counts + self.smoothing) / np.maximum(total + self.smoothing * A, 1e-300)
-            if self.entropy_reg > 0 and seen.any():
-                cloned[seen] = entropy_regularised_fit(cloned[seen], self.entropy_reg)
-            cloned[~seen] = self._fallback(i, A, feats, seen, cloned, states, actions[:, i])
-            if self.label_smoothing:
-                cloned = (1 - self.label_smoothing) * cloned + self.label_smoothing / A
+            cloned = (counts + smoothing) / np.maximum(total + smoothing * A, 1e-300)
+            if params["entropy_reg"] > 0 and seen.any():
+                cloned[seen] = entropy_regularised_fit(cloned[seen], params["entropy_reg"])
+            cloned[~seen] = self._fallback(
+                i, A, feats, seen, cloned, states, actions[:, i], params["logistic_c"]
+            )
+            if label_smoothing:
+                cloned = (1 - label_smoothing) * cloned + label_smoothing / A
             policies.append(cloned / cloned.sum(-1, keepdims=True))
         self.policy_ = tuple(policies)
         return self
 
-    def _fallback(self, i, A, feats, seen, cloned, states, acts) -> np.ndarray:
+    def _fallback(self, i, A, feats, seen, cloned, states, acts, logistic_c) -> np.ndarray:
         unseen = ~seen
         if isinstance(self.fallback, (int, np.integer)):
-            if not (0 <= self.fallback < A):
-                raise ValueError(f"fallback action {self.fallback} out of range for agent {i}")
             return np.eye(A)[np.full(unseen.sum(), int(self.fallback))]
         if self.fallback == "uniform" or not seen.any():
             return np.full((unseen.sum(), A), 1.0 / A)
@@ -174,12 +270,11 @@ class BehaviourCloning:
             return np.eye(A)[np.full(unseen.sum(), classes[0])]
         from sklearn.linear_model import LogisticRegression
 
-        clf = LogisticRegression(C=self.logistic_c, max_iter=2000).fit(feats[states], acts)
+        clf = LogisticRegression(C=logistic_c, max_iter=2000).fit(feats[states], acts)
         proba = np.zeros((unseen.sum(), A))
         proba[:, clf.classes_] = clf.predict_proba(feats[unseen])
         return proba
 
     def policy(self) -> tuple[np.ndarray, ...]:
-        if not hasattr(self, "policy_"):
-            raise RuntimeError("call fit() first")
+        check_is_fitted(self, "policy_")
         return self.policy_

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 class TabularMarkovGame:
     """An n-player Markov game with exact evaluation, occupancies and best responses."""
@@ -28,42 +30,49 @@ class TabularMarkovGame:
         rho: np.ndarray | None = None,
         name: str = "game",
     ) -> None:
-        self.n_actions = tuple(int(a) for a in n_actions)
-        if len(self.n_actions) < 1 or min(self.n_actions) < 1:
-            raise ValueError("n_actions must list a positive action count per agent")
-        prob = np.asarray(prob, dtype=float)
+        if isinstance(n_actions, str | bytes) or not hasattr(n_actions, "__len__"):
+            raise TypeError(f"n_actions must list an action count per agent, got {n_actions!r}")
+        if len(n_actions) < 1:
+            raise ValueError("n_actions must list a positive action count per agent, got []")
+        self.n_actions = tuple(
+            V.check_int(a, f"n_actions[{i}]", low=1) for i, a in enumerate(n_actions)
+        )
+        prob = V.check_array(prob, "prob", ndim=3, dtype=np.float64, low=0.0)
         n_joint = int(np.prod(self.n_actions))
         if next_state is None:  # dense P[s, a, s']
-            if prob.ndim != 3 or prob.shape[0] != prob.shape[2]:
-                raise ValueError(f"dense P must have shape [S, A, S], got {prob.shape}")
+            if prob.shape[0] != prob.shape[2]:
+                raise ValueError(f"prob (dense P) must have shape [S, A, S], got {prob.shape}")
             next_state = np.broadcast_to(np.arange(prob.shape[0]), prob.shape)
-        next_state = np.asarray(next_state)
-        if prob.ndim != 3 or next_state.shape != prob.shape:
+        next_state = V.check_array(next_state, "next_state", dtype=None)
+        if next_state.shape != prob.shape:
             raise ValueError(
                 f"prob {prob.shape} and next_state {next_state.shape} must share "
                 "a shape [S, A_joint, O]"
             )
+        if next_state.dtype.kind not in "iu":
+            raise TypeError(f"next_state must hold integer state indices, got {next_state.dtype}")
         S = prob.shape[0]
         if prob.shape[1] != n_joint:
             raise ValueError(
-                f"transitions list {prob.shape[1]} joint actions, the action "
+                f"prob lists {prob.shape[1]} joint actions, the action "
                 f"counts {self.n_actions} give {n_joint}"
             )
-        reward = np.asarray(reward, dtype=float)
+        reward = V.check_array(reward, "reward", dtype=np.float64)
         if reward.shape != (len(self.n_actions), S, n_joint):
             raise ValueError(
                 f"reward must have shape [n, S, A_joint] = "
                 f"{(len(self.n_actions), S, n_joint)}, got {reward.shape}"
             )
-        if np.any(prob < 0) or not np.allclose(prob.sum(-1), 1.0):
-            raise ValueError("transition probabilities must be non-negative and sum to 1")
-        if next_state.min() < 0 or next_state.max() >= S:
-            raise ValueError("next states must lie in [0, S)")
-        if not (0.0 <= gamma < 1.0):
-            raise ValueError(f"gamma must lie in [0, 1), got {gamma!r}")
-        rho = np.full(S, 1.0 / S) if rho is None else np.asarray(rho, dtype=float)
-        if rho.shape != (S,) or not np.isclose(rho.sum(), 1.0) or np.any(rho < 0):
-            raise ValueError("rho must be a distribution over the S states")
+        if not np.allclose(prob.sum(-1), 1.0):
+            raise ValueError("prob must be non-negative and sum to 1 over the outcomes")
+        V.check_array(next_state, "next_state", low=0, high=S - 1)
+        gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
+        if rho is None:
+            rho = np.full(S, 1.0 / S)
+        else:
+            rho = V.check_array(rho, "rho", shape=(S,), dtype=np.float64, low=0.0)
+            if not np.isclose(rho.sum(), 1.0):
+                raise ValueError("rho must be a distribution over the S states")
         self.prob, self.next_state = prob, next_state.astype(np.int64)
         self.reward, self.gamma, self.rho, self.name = reward, float(gamma), rho, name
 
@@ -86,23 +95,34 @@ class TabularMarkovGame:
 
     def joint_index(self, actions: np.ndarray) -> np.ndarray:
         """Flatten per-agent actions [..., n] into joint indices."""
+        actions = V.check_array(actions, "actions", dtype=None)
+        if actions.dtype.kind not in "iu" or actions.shape[-1:] != (self.n_agents,):
+            raise ValueError(f"actions must be integers of shape [..., {self.n_agents}]")
         return np.ravel_multi_index(tuple(np.moveaxis(np.asarray(actions), -1, 0)), self.n_actions)
 
-    def check_policy(self, pi: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def check_policy(self, pi: Sequence[np.ndarray], name: str = "pi") -> tuple[np.ndarray, ...]:
+        """A product policy: one finite [S, A_i] row-stochastic array per agent."""
+        if isinstance(pi, np.ndarray) or not isinstance(pi, Sequence):
+            raise TypeError(
+                f"{name} must be a sequence of per-agent policies, got {type(pi).__name__}"
+            )
         if len(pi) != self.n_agents:
-            raise ValueError(f"a profile needs {self.n_agents} policies, got {len(pi)}")
+            raise ValueError(f"{name}: a profile needs {self.n_agents} policies, got {len(pi)}")
         out = []
         for i, p in enumerate(pi):
-            p = np.asarray(p, dtype=float)
+            p = V.check_array(p, f"{name} policy {i}", dtype=np.float64)
             if p.shape != (self.n_states, self.n_actions[i]):
                 raise ValueError(
-                    f"policy {i} must have shape "
+                    f"{name} policy {i} must have shape "
                     f"{(self.n_states, self.n_actions[i])}, got {p.shape}"
                 )
             if np.any(p < -1e-12) or not np.allclose(p.sum(-1), 1.0, atol=1e-8):
-                raise ValueError(f"policy {i} rows must be probability distributions")
+                raise ValueError(f"{name} policy {i} rows must be probability distributions")
             out.append(p)
         return tuple(out)
+
+    def check_agent(self, i) -> int:
+        return V.check_int(i, "i", low=0, high=self.n_agents - 1)
 
     def joint_policy(self, pi: Sequence[np.ndarray]) -> np.ndarray:
         """Product policy as [S, A_joint]."""
@@ -139,6 +159,7 @@ class TabularMarkovGame:
 
     def induced_mdp(self, i: int, pi: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Transition [S, A_i, S] and reward [S, A_i] of agent i when the others play pi."""
+        i = self.check_agent(i)
         pi = self.check_policy(pi)
         S, n = self.n_states, self.n_agents
         shape = (S, *self.n_actions)
@@ -165,8 +186,8 @@ class TabularMarkovGame:
 
     def best_response(self, i: int, pi: Sequence[np.ndarray], max_iter: int = 1000):
         """(value rho . V*_i, deterministic best-response policy [S, A_i], V*_i [S])."""
-        if not (0 <= i < self.n_agents):
-            raise ValueError(f"agent index {i} out of range")
+        i = self.check_agent(i)
+        max_iter = V.check_int(max_iter, "max_iter", low=1)
         p_i, r_i = self.induced_mdp(i, pi)
         S = self.n_states
         action = r_i.argmax(-1)
@@ -185,5 +206,12 @@ class TabularMarkovGame:
         return float(self.rho @ v), policy, v
 
 
+def check_game(game, name: str = "game") -> TabularMarkovGame:
+    if not isinstance(game, TabularMarkovGame):
+        raise TypeError(f"{name} must be a TabularMarkovGame, got {type(game).__name__}")
+    return game
+
+
 def uniform_profile(game: TabularMarkovGame) -> tuple[np.ndarray, ...]:
+    check_game(game)
     return tuple(np.full((game.n_states, a), 1.0 / a) for a in game.n_actions)

@@ -17,7 +17,21 @@ import itertools
 
 import numpy as np
 
+from iclr26 import validation as V
+
 from .game import TabularMarkovGame
+
+MAX_TABLE_ENTRIES = 20_000_000
+
+
+def _check_table_size(names: str, states: int, joint: int, outcomes: int) -> None:
+    """Refuse games whose outcome table would not fit in memory comfortably."""
+    size = states * joint * outcomes
+    if size > MAX_TABLE_ENTRIES:
+        raise ValueError(
+            f"{names} give {states} states x {joint} joint actions x {outcomes} outcomes "
+            f"= {size} table entries; at most {MAX_TABLE_ENTRIES} are allowed"
+        )
 
 
 class DominantCoordinationGame(TabularMarkovGame):
@@ -33,9 +47,14 @@ class DominantCoordinationGame(TabularMarkovGame):
         slip: float = 0.1,
         shared_weight: float = 0.5,
     ):
-        others_weight = shared_weight
-        if n_agents < 1 or L < 2:
-            raise ValueError("need n_agents >= 1 and L >= 2")
+        n_agents = V.check_int(n_agents, "n_agents", low=1)
+        L = V.check_int(L, "L", low=2)
+        _check_table_size("n_agents and L", 2 * L**n_agents, 3**n_agents, 2 ** (1 + n_agents))
+        gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
+        seed = V.check_int(seed, "seed", low=0, allow_none=True)
+        z_switch = V.check_probability(z_switch, "z_switch")
+        slip = V.check_probability(slip, "slip")
+        others_weight = V.check_scalar(shared_weight, "shared_weight")
         rng = np.random.default_rng(seed)
         n, A = int(n_agents), 3
         self.L, self.n_cells = int(L), int(L)
@@ -104,8 +123,11 @@ class TriggerGame(TabularMarkovGame):
     def __init__(
         self, T: float = 5.0, R: float = 2.5, P: float = 0.0, S: float = -1.0, gamma: float = 0.9
     ):
+        T, R = V.check_scalar(T, "T"), V.check_scalar(R, "R")
+        P, S = V.check_scalar(P, "P"), V.check_scalar(S, "S")
+        gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
         if not (T > R > P > S):
-            raise ValueError("a prisoner's dilemma needs T > R > P > S")
+            raise ValueError(f"T, R, P, S must satisfy T > R > P > S, got {(T, R, P, S)}")
         if R / (1 - gamma) < T + gamma * P / (1 - gamma):
             raise ValueError("grim trigger is not a Nash equilibrium for these payoffs")
         stage = np.array([[[R, S], [T, P]], [[R, T], [S, P]]])  # [player, a_0, a_1]
@@ -125,9 +147,8 @@ class TriggerGame(TabularMarkovGame):
 
 def matrix_game(payoff_0: np.ndarray, payoff_1: np.ndarray, gamma: float = 0.5):
     """A normal-form game as a one-state Markov game (repeated with discount gamma)."""
-    payoff_0, payoff_1 = np.asarray(payoff_0, float), np.asarray(payoff_1, float)
-    if payoff_0.shape != payoff_1.shape or payoff_0.ndim != 2:
-        raise ValueError("payoff matrices must share a 2-D shape")
+    payoff_0 = V.check_array(payoff_0, "payoff_0", ndim=2, dtype=np.float64)
+    payoff_1 = V.check_array(payoff_1, "payoff_1", shape=payoff_0.shape, dtype=np.float64)
     a0, a1 = payoff_0.shape
     reward = np.stack([payoff_0.reshape(1, -1), payoff_1.reshape(1, -1)])
     return TabularMarkovGame(
@@ -154,10 +175,12 @@ class TagGame(TabularMarkovGame):
     game is zero-sum; with two it is general-sum."""
 
     def __init__(self, grid: int = 4, gamma: float = 0.9, slip: float = 0.1, n_pursuers: int = 1):
-        if grid < 2:
-            raise ValueError("grid must be >= 2")
-        if n_pursuers not in (1, 2):
-            raise ValueError("n_pursuers must be 1 or 2")
+        grid = V.check_int(grid, "grid", low=2)
+        gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
+        slip = V.check_probability(slip, "slip")
+        n_pursuers = V.check_choice(n_pursuers, "n_pursuers", (1, 2))
+        k = int(n_pursuers)
+        _check_table_size("grid and n_pursuers", grid ** (2 * k), 5 ** (k + 1), 2 ** (k + 1))
         G, A, k = int(grid), 5, int(n_pursuers)
         S = G ** (2 * k)
         # state digits: (row_1, col_1, ..., row_k, col_k) of the evader-minus-pursuer offsets
@@ -193,9 +216,13 @@ class TagGame(TabularMarkovGame):
         if temperature is not None:
             from .quantal import quantal_response_equilibrium
 
+            temperature = V.check_scalar(temperature, "temperature", low=0.0, low_open=True)
+
             return quantal_response_equilibrium(self, temperature)
         if self.n_pursuers != 1:
-            raise ValueError("the minimax expert needs one pursuer; pass a temperature")
+            raise ValueError("temperature is needed: the minimax expert needs one pursuer")
+        tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+        max_iter = V.check_int(max_iter, "max_iter", low=1)
         from scipy.optimize import linprog
 
         S, A = self.n_states, 5

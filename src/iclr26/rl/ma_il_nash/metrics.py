@@ -7,11 +7,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .game import TabularMarkovGame, uniform_profile
+from iclr26 import validation as V
+
+from .game import TabularMarkovGame, check_game, uniform_profile
 
 
 def nash_gap_per_agent(game: TabularMarkovGame, pi: Sequence[np.ndarray]) -> np.ndarray:
     """max_{pi'_i} V_i(pi'_i, pi_-i) - V_i(pi) for every agent i."""
+    check_game(game)
+    pi = game.check_policy(pi)
     own = game.values(pi)
     best = np.array([game.best_response(i, pi)[0] for i in range(game.n_agents)])
     return np.maximum(best - own, 0.0)
@@ -20,6 +24,7 @@ def nash_gap_per_agent(game: TabularMarkovGame, pi: Sequence[np.ndarray]) -> np.
 def nash_gap(game: TabularMarkovGame, pi: Sequence[np.ndarray], reduce: str = "max") -> float:
     """Exploitability: the largest (``reduce="max"``) or summed per-agent gain of a
     unilateral best response."""
+    V.check_choice(reduce, "reduce", ("max", "sum"))
     gaps = nash_gap_per_agent(game, pi)
     if reduce == "max":
         return float(gaps.max())
@@ -30,7 +35,13 @@ def nash_gap(game: TabularMarkovGame, pi: Sequence[np.ndarray], reduce: str = "m
 
 def total_variation(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """TV distance along the last axis."""
-    return 0.5 * np.abs(np.asarray(p) - np.asarray(q)).sum(-1)
+    p = V.check_array(p, "p", dtype=np.float64)
+    q = V.check_array(q, "q", dtype=np.float64)
+    if p.ndim == 0 or q.ndim == 0:
+        raise ValueError("p and q must have at least one dimension (the outcomes)")
+    if p.shape[-1] != q.shape[-1]:
+        raise ValueError(f"p and q must share the last axis, got {p.shape} and {q.shape}")
+    return 0.5 * np.abs(p - q).sum(-1)
 
 
 def bc_error(
@@ -41,7 +52,9 @@ def bc_error(
 ) -> float:
     """eps_BC = max_i E_{s ~ d^{pi_E}} TV(pi_i(.|s), pi^E_i(.|s)) (or the sum over agents);
     measured under the expert's occupancy, where the data comes from."""
-    pi, pi_expert = game.check_policy(pi), game.check_policy(pi_expert)
+    check_game(game)
+    V.check_choice(reduce, "reduce", ("max", "sum"))
+    pi, pi_expert = game.check_policy(pi), game.check_policy(pi_expert, "pi_expert")
     d = game.occupancy(pi_expert)
     per_agent = np.array([d @ total_variation(p, e) for p, e in zip(pi, pi_expert)])
     if reduce == "max":
@@ -55,6 +68,8 @@ def measure_matching_error(
     game: TabularMarkovGame, pi: Sequence[np.ndarray], pi_expert: Sequence[np.ndarray]
 ) -> float:
     """TV between state-joint-action occupancies d^pi (x) pi and d^{pi_E} (x) pi_E."""
+    check_game(game)
+    pi, pi_expert = game.check_policy(pi), game.check_policy(pi_expert, "pi_expert")
     mu = game.occupancy(pi)[:, None] * game.joint_policy(pi)
     mu_e = game.occupancy(pi_expert)[:, None] * game.joint_policy(pi_expert)
     return float(total_variation(mu.ravel(), mu_e.ravel()))
@@ -64,14 +79,19 @@ def dominant_strategy_bound(n_agents: int, eps_bc: float, gamma: float, r_max: f
     """Nash gap <= 2 r_max (2n - 1) eps_BC / (1 - gamma)^2 for a dominant-strategy expert
     equilibrium (our constant, from the performance-difference lemma and TV of product
     policies <= sum of per-agent TVs; the paper states the O(n eps/(1-gamma)^2) rate)."""
-    if int(n_agents) < 1:
-        raise ValueError("n_agents must be >= 1")
-    if eps_bc < 0 or not (0.0 <= gamma < 1.0) or r_max < 0:
-        raise ValueError("need eps_bc >= 0, gamma in [0, 1) and r_max >= 0")
+    n_agents = V.check_int(n_agents, "n_agents", low=1)
+    eps_bc = V.check_scalar(eps_bc, "eps_bc", low=0.0)
+    gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
+    r_max = V.check_scalar(r_max, "r_max", low=0.0)
     return 2.0 * r_max * (2 * int(n_agents) - 1) * eps_bc / (1.0 - gamma) ** 2
 
 
 def random_profile(game: TabularMarkovGame, rng: np.random.Generator, deterministic=False):
+    """A random product policy: Dirichlet(1) rows, or one-hot rows when ``deterministic``."""
+    check_game(game)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    deterministic = V.check_bool(deterministic, "deterministic")
     if deterministic:
         return tuple(np.eye(a)[rng.integers(0, a, game.n_states)] for a in game.n_actions)
     return tuple(rng.dirichlet(np.ones(a), size=game.n_states) for a in game.n_actions)
@@ -86,7 +106,11 @@ def dominant_strategy_check(
 ) -> bool:
     """True when every pi^E_i is a best response to every tested opponent profile: the
     expert's, the uniform one and ``n_samples`` random (half deterministic) profiles."""
-    pi_expert = game.check_policy(pi_expert)
+    check_game(game)
+    pi_expert = game.check_policy(pi_expert, "pi_expert")
+    n_samples = V.check_int(n_samples, "n_samples", low=0)
+    seed = V.check_int(seed, "seed", low=0, allow_none=True)
+    tol = V.check_scalar(tol, "tol", low=0.0)
     rng = np.random.default_rng(seed)
     profiles = [pi_expert, uniform_profile(game)]
     profiles += [random_profile(game, rng, deterministic=k % 2 == 0) for k in range(n_samples)]
@@ -115,8 +139,10 @@ def soft_best_response(
 ):
     """Entropy-regularised (quantal) best response: soft value iteration with temperature
     tau; returns (rho . V_soft, policy [S, A_i])."""
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0")
+    check_game(game)
+    temperature = V.check_scalar(temperature, "temperature", low=0.0, low_open=True)
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    max_iter = V.check_int(max_iter, "max_iter", low=1)
     p_i, r_i = game.induced_mdp(i, pi)
     v = np.zeros(game.n_states)
     for _ in range(max_iter):
@@ -143,9 +169,12 @@ def br_continuity_constant(
     opponent to (1 - radius) pi^E_j + radius * random policy and report the largest change
     of the (soft, if temperature > 0) best-response value and policy (expected TV under
     d^{pi_E}), each divided by the radius."""
-    if not (0.0 < radius <= 1.0):
-        raise ValueError("radius must lie in (0, 1]")
-    pi_expert = game.check_policy(pi_expert)
+    check_game(game)
+    radius = V.check_scalar(radius, "radius", low=0.0, high=1.0, low_open=True)
+    n_samples = V.check_int(n_samples, "n_samples", low=1)
+    temperature = V.check_scalar(temperature, "temperature", low=0.0)
+    seed = V.check_int(seed, "seed", low=0, allow_none=True)
+    pi_expert = game.check_policy(pi_expert, "pi_expert")
     rng = np.random.default_rng(seed)
     d = game.occupancy(pi_expert)
 

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .game import TabularMarkovGame, uniform_profile
+from iclr26 import validation as V
+
+from .game import TabularMarkovGame, check_game, uniform_profile
 from .metrics import soft_best_response, total_variation
 
 
@@ -23,8 +25,8 @@ def soft_values(
     game: TabularMarkovGame, pi: Sequence[np.ndarray], temperature: float
 ) -> np.ndarray:
     """rho . V_i^tau(pi) for every agent: value including tau times its own policy entropy."""
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0")
+    check_game(game)
+    temperature = V.check_scalar(temperature, "temperature", low=0.0, low_open=True)
     pi = game.check_policy(pi)
     S = game.n_states
     out = np.zeros(game.n_agents)
@@ -40,6 +42,7 @@ def soft_values(
 
 def soft_nash_gap(game: TabularMarkovGame, pi: Sequence[np.ndarray], temperature: float) -> float:
     """max_i [max_{pi'_i} V_i^tau(pi'_i, pi_-i) - V_i^tau(pi)] in the tau-regularised game."""
+    check_game(game)
     pi = game.check_policy(pi)
     own = soft_values(game, pi, temperature)
     best = np.array([soft_best_response(game, i, pi, temperature)[0] for i in range(game.n_agents)])
@@ -55,10 +58,11 @@ def quantal_response_equilibrium(
 ) -> tuple[np.ndarray, ...]:
     """Logit equilibrium: iterate log pi <- (1 - damping) log pi + damping log softBR(pi)
     from the uniform profile until no policy moves by more than ``tol`` (TV, any state)."""
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0")
-    if not (0.0 < damping <= 1.0):
-        raise ValueError("damping must lie in (0, 1]")
+    check_game(game)
+    temperature = V.check_scalar(temperature, "temperature", low=0.0, low_open=True)
+    damping = V.check_scalar(damping, "damping", low=0.0, high=1.0, low_open=True)
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    max_iter = V.check_int(max_iter, "max_iter", low=1)
     pi = uniform_profile(game)
     for _ in range(max_iter):
         response = [soft_best_response(game, i, pi, temperature)[1] for i in range(game.n_agents)]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 @dataclass(frozen=True)
 class TabularMDP:
@@ -26,37 +28,35 @@ class TabularMDP:
     name: str = "mdp"
 
     def __post_init__(self) -> None:
-        prob = np.asarray(self.prob, dtype=float)
-        if prob.ndim != 3:
-            raise ValueError(f"prob must have shape [S, A, K], got {prob.shape}")
-        shapes = {
-            "next_state": np.shape(self.next_state),
-            "reward": np.shape(self.reward),
-            "terminal": np.shape(self.terminal),
-        }
-        for key, shape in shapes.items():
-            if shape != prob.shape:
-                raise ValueError(f"{key} has shape {shape}, prob has {prob.shape}")
-        if np.any(prob < 0) or not np.allclose(prob.sum(-1), 1.0, atol=1e-9):
-            raise ValueError("outcome probabilities must be non-negative and sum to 1 per (s, a)")
-        nxt = np.asarray(self.next_state)
+        prob = V.check_array(self.prob, "prob", ndim=3, dtype=np.float64, low=0.0)
+        if not np.allclose(prob.sum(-1), 1.0, atol=1e-9):
+            worst = float(np.abs(prob.sum(-1) - 1.0).max())
+            raise ValueError(
+                f"prob must be non-negative and sum to 1 per (s, a); off by up to {worst:.3g}"
+            )
+        nxt = V.check_array(self.next_state, "next_state", shape=prob.shape, dtype=None)
         if not np.issubdtype(nxt.dtype, np.integer):
-            raise TypeError("next_state must hold integer state indices")
-        if nxt.min() < 0 or nxt.max() >= prob.shape[0]:
-            raise ValueError("next_state indices must lie in [0, S)")
-        if not (0.0 <= float(self.gamma) < 1.0):
-            raise ValueError(f"gamma must lie in [0, 1), got {self.gamma!r}")
-        init = self.initial
-        if init is None:
-            init = np.full(prob.shape[0], 1.0 / prob.shape[0])
-        init = np.asarray(init, dtype=float)
-        if init.shape != (prob.shape[0],) or not np.isclose(init.sum(), 1.0):
-            raise ValueError("initial must be a distribution over the S states")
+            raise TypeError(f"next_state must hold integer state indices, got {nxt.dtype}")
+        V.check_array(nxt, "next_state", low=0, high=prob.shape[0] - 1)
+        reward = V.check_array(self.reward, "reward", shape=prob.shape, dtype=np.float64)
+        term = V.check_array(self.terminal, "terminal", shape=prob.shape, dtype=None)
+        if term.dtype.kind != "b" and not np.isin(term, (0, 1)).all():
+            raise TypeError(f"terminal must hold booleans, got {term.dtype}")
+        gamma = V.check_scalar(self.gamma, "gamma", low=0.0, high=1.0, high_open=True)
+        S = prob.shape[0]
+        if self.initial is None:
+            init = np.full(S, 1.0 / S)
+        else:
+            init = V.check_array(self.initial, "initial", shape=(S,), dtype=np.float64, low=0.0)
+            if not np.isclose(init.sum(), 1.0):
+                raise ValueError(f"initial must be a distribution over the {S} states")
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
         object.__setattr__(self, "prob", prob)
         object.__setattr__(self, "next_state", nxt.astype(np.int64))
-        object.__setattr__(self, "reward", np.asarray(self.reward, dtype=float))
-        object.__setattr__(self, "terminal", np.asarray(self.terminal, dtype=bool))
-        object.__setattr__(self, "gamma", float(self.gamma))
+        object.__setattr__(self, "reward", reward)
+        object.__setattr__(self, "terminal", term.astype(bool))
+        object.__setattr__(self, "gamma", gamma)
         object.__setattr__(self, "initial", init)
 
     @property
@@ -92,16 +92,34 @@ class TabularMDP:
 
     def bellman(self, q: np.ndarray) -> np.ndarray:
         """The Bellman optimality operator applied to Q (last two axes [S, A])."""
+        q = V.check_array(q, "q", dtype=np.float64)
+        if q.shape[-2:] != (self.n_states, self.n_actions):
+            raise ValueError(
+                f"q must end with the axes [S, A] = {(self.n_states, self.n_actions)}, "
+                f"got shape {q.shape}"
+            )
         v = q.max(-1)  # [..., S]
         v_next = v[..., self.next_state]  # [..., S, A, K]
         target = self.reward + self.gamma * (~self.terminal) * v_next
         return (self.prob * target).sum(-1)
 
 
+def check_mdp(mdp, name: str = "mdp") -> TabularMDP:
+    if not isinstance(mdp, TabularMDP):
+        raise TypeError(f"{name} must be a TabularMDP, got {type(mdp).__name__}")
+    return mdp
+
+
+def check_q(q, mdp: TabularMDP, name: str = "q_star") -> np.ndarray:
+    """A finite [S, A] table matching the MDP."""
+    return V.check_array(q, name, shape=(mdp.n_states, mdp.n_actions), dtype=np.float64)
+
+
 def value_iteration(mdp: TabularMDP, tol: float = 1e-12, max_iter: int = 100_000) -> np.ndarray:
     """Q* by value iteration until the sup-norm change is below ``tol``."""
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"expected a TabularMDP, got {type(mdp).__name__}")
+    check_mdp(mdp)
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    max_iter = V.check_int(max_iter, "max_iter", low=1)
     q = np.zeros((mdp.n_states, mdp.n_actions))
     for _ in range(max_iter):
         q_new = mdp.bellman(q)
@@ -114,6 +132,7 @@ def value_iteration(mdp: TabularMDP, tol: float = 1e-12, max_iter: int = 100_000
 def noise_variance(mdp: TabularMDP, q_star: np.ndarray) -> np.ndarray:
     """Variance of the one-step target r + gamma max Q*(s', .) per (s, a) (matrix Gamma's
     diagonal in the synchronous model)."""
+    q_star = check_q(q_star, check_mdp(mdp))
     v_next = q_star.max(-1)[mdp.next_state]
     target = mdp.reward + mdp.gamma * (~mdp.terminal) * v_next
     mean = (mdp.prob * target).sum(-1, keepdims=True)
@@ -122,6 +141,8 @@ def noise_variance(mdp: TabularMDP, q_star: np.ndarray) -> np.ndarray:
 
 def greedy_ties(q_star: np.ndarray, atol: float = 1e-9) -> np.ndarray:
     """Boolean [S]: states whose optimal action is not unique (the Gaussian limit breaks)."""
+    q_star = V.check_array(q_star, "q_star", ndim=2, dtype=np.float64)
+    atol = V.check_scalar(atol, "atol", low=0.0)
     best = q_star.max(-1, keepdims=True)
     return (np.abs(q_star - best) <= atol).sum(-1) > 1
 
@@ -129,6 +150,7 @@ def greedy_ties(q_star: np.ndarray, atol: float = 1e-9) -> np.ndarray:
 def asymptotic_covariance(mdp: TabularMDP, q_star: np.ndarray) -> np.ndarray:
     """Sigma = (I - gamma P^pi)^-1 Gamma (I - gamma P^pi)^-T over the S*A entries, with
     P^pi the state-action transition under the greedy policy of Q* (synchronous model)."""
+    q_star = check_q(q_star, check_mdp(mdp))
     S, A = q_star.shape
     greedy = q_star.argmax(-1)
     SA = S * A
@@ -148,6 +170,9 @@ def mdp_from_gymnasium(env_id: str, gamma: float = 0.9, **env_kwargs) -> Tabular
     (FrozenLake-v1, CliffWalking-v1, Taxi-v3) into a :class:`TabularMDP`."""
     import gymnasium as gym
 
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be a registered Gymnasium id, got {env_id!r}")
+    gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
     env = gym.make(env_id, **env_kwargs)
     try:
         table = getattr(env.unwrapped, "P", None)
@@ -180,11 +205,11 @@ def random_mdp(
 ) -> TabularMDP:
     """A random MDP: each (s, a) reaches ``branching`` distinct states with Dirichlet(1)
     probabilities and a Uniform[0, 1] reward per outcome."""
-    for name, value in (("n_states", n_states), ("n_actions", n_actions), ("branching", branching)):
-        if int(value) < 1:
-            raise ValueError(f"{name} must be >= 1, got {value!r}")
-    if branching > n_states:
-        raise ValueError("branching cannot exceed the number of states")
+    n_states = V.check_int(n_states, "n_states", low=1)
+    n_actions = V.check_int(n_actions, "n_actions", low=1)
+    branching = V.check_int(branching, "branching", low=1, high=n_states)
+    seed = V.check_int(seed, "seed", low=0, allow_none=True)
+    gamma = V.check_scalar(gamma, "gamma", low=0.0, high=1.0, high_open=True)
     rng = np.random.default_rng(seed)
     S, A, K = int(n_states), int(n_actions), int(branching)
     nxt = np.argsort(rng.random((S, A, S)), axis=-1)[..., :K]

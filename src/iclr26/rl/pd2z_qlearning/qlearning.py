@@ -18,16 +18,58 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from iclr26 import validation as V
 
 from .inference import confidence_intervals
-from .mdp import TabularMDP
-from .schedules import make_schedule
+from .mdp import TabularMDP, check_mdp, check_q
+from .schedules import SCHEDULE_KINDS, make_schedule
 
 WEIGHT_KINDS = ("exp", "rademacher")
+_FITS_AN_MDP = "fit takes a TabularMDP, not a data matrix X"
+# scikit-learn checks that fit the estimator on arrays; they cannot pass (see the docstring)
+SKLEARN_EXPECTED_FAILED_CHECKS = {
+    name: _FITS_AN_MDP
+    for name in (
+        "check_estimators_dtypes",
+        "check_fit_score_takes_y",
+        "check_estimators_fit_returns_self",
+        "check_readonly_memmap_input",
+        "check_n_features_in",
+        "check_positive_only_tag_during_fit",
+        "check_estimators_empty_data_messages",
+        "check_pipeline_consistency",
+        "check_estimators_nan_inf",
+        "check_estimators_overwrite_params",
+        "check_estimator_sparse_array",
+        "check_estimator_sparse_matrix",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_fit2d_1sample",
+        "check_fit2d_1feature",
+        "check_fit1d",
+        "check_fit2d_predict1d",
+        "check_dict_unchanged",
+        "check_dont_overwrite_parameters",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in_after_fitting",
+        "check_complex_data",
+        "check_dtype_object",
+        "check_estimator_sparse_tag",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+    )
+}
 
 
 def draw_weights(rng: np.random.Generator, kind: str, size) -> np.ndarray:
     """Bootstrap multipliers with mean 1 and variance 1: Exp(1) or Rademacher + 1."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    V.check_choice(kind, "kind", WEIGHT_KINDS)
     if kind == "exp":
         return rng.exponential(1.0, size=size)
     if kind == "rademacher":
@@ -57,9 +99,17 @@ class QLearningTrace:
 
 
 def _check_mdp(mdp: TabularMDP) -> TabularMDP:
-    if not isinstance(mdp, TabularMDP):
-        raise TypeError(f"expected a TabularMDP, got {type(mdp).__name__}")
-    return mdp
+    return check_mdp(mdp)
+
+
+def _check_q_init(q_init, S: int, A: int) -> np.ndarray | float:
+    """A finite number or a finite table broadcastable to [R, C, S, A]."""
+    if np.ndim(q_init) == 0:
+        return V.check_scalar(q_init, "q_init")
+    arr = V.check_array(q_init, "q_init", dtype=np.float64)
+    if arr.shape[-2:] != (S, A) or arr.ndim > 4:
+        raise ValueError(f"q_init must be a number or end with [S, A] = {(S, A)}, got {arr.shape}")
+    return arr
 
 
 def run_q_learning(
@@ -91,40 +141,50 @@ def run_q_learning(
     ``dtype`` may be ``np.float32`` to halve memory traffic.
     """
     mdp = _check_mdp(mdp)
-    steps = np.asarray(step_sizes, dtype=float)
+    steps = V.check_array(step_sizes, "step_sizes", ndim=(1, 2), dtype=np.float64, low=0.0)
     if steps.ndim == 1:
         steps = steps[:, None]
-    if steps.ndim != 2 or steps.shape[0] < 1:
-        raise ValueError(f"step_sizes must be [n] or [n, C], got shape {np.shape(step_sizes)}")
-    if np.any(~np.isfinite(steps)) or np.any(steps < 0):
-        raise ValueError("step sizes must be finite and non-negative")
-    if sampling not in ("synchronous", "asynchronous"):
-        raise ValueError(f"sampling must be 'synchronous' or 'asynchronous', got {sampling!r}")
-    if not (0.0 < tail_frac <= 1.0):
-        raise ValueError(f"tail_frac must lie in (0, 1], got {tail_frac!r}")
-    if int(n_replications) < 1:
-        raise ValueError("n_replications must be >= 1")
+    V.check_choice(sampling, "sampling", ("synchronous", "asynchronous"))
+    tail_frac = V.check_scalar(tail_frac, "tail_frac", low=0.0, high=1.0, low_open=True)
+    n_replications = V.check_int(n_replications, "n_replications", low=1)
+    behaviour_epsilon = V.check_probability(behaviour_epsilon, "behaviour_epsilon")
+    log_every = V.check_int(log_every, "log_every", low=0)
+    track_averages = V.check_bool(track_averages, "track_averages")
+    V.check_choice(bootstrap_weights, "bootstrap_weights", WEIGHT_KINDS)
+    q_init = _check_q_init(q_init, mdp.n_states, mdp.n_actions)
+    if q_star is not None:
+        q_star = check_q(q_star, mdp)
+    if not (rng is None or isinstance(rng, np.random.Generator)):
+        rng = V.check_int(rng, "rng", low=0)
     n, C = steps.shape
-    R, S, A, K = int(n_replications), mdp.n_states, mdp.n_actions, mdp.n_outcomes
+    R, S, A, K = n_replications, mdp.n_states, mdp.n_actions, mdp.n_outcomes
     SA = S * A
     rng = np.random.default_rng(rng)
-    boot = np.zeros(C, dtype=bool) if bootstrap_mask is None else np.asarray(bootstrap_mask, bool)
-    if boot.shape != (C,):
-        raise ValueError(f"bootstrap_mask must have shape ({C},), got {boot.shape}")
+    if bootstrap_mask is None:
+        boot = np.zeros(C, dtype=bool)
+    else:
+        boot = V.check_array(bootstrap_mask, "bootstrap_mask", shape=(C,), dtype=None)
+        if boot.dtype.kind != "b":
+            raise TypeError(f"bootstrap_mask must hold booleans, got {boot.dtype}")
     if boot.any():
-        draw_weights(rng, bootstrap_weights, 1)  # validates the kind before the run
-    for kappa in extra_tail_fracs:
-        if not (0.0 < kappa <= 1.0):
-            raise ValueError(f"tail fractions must lie in (0, 1], got {kappa!r}")
+        # one draw before the run: kept so that seeded runs reproduce the recorded numbers
+        draw_weights(rng, bootstrap_weights, 1)
+    extra_tail_fracs = tuple(
+        V.check_scalar(k, "extra_tail_fracs", low=0.0, high=1.0, low_open=True)
+        for k in extra_tail_fracs
+    )
     m = math.ceil(tail_frac * n)
     extra_starts = {float(k): n - math.ceil(k * n) for k in extra_tail_fracs}
     tail_start = n - m  # iterates Q_{t+1} with t >= tail_start are averaged
-    n_batches = max(1, int(math.isqrt(m))) if n_batches is None else int(n_batches)
-    if not (1 <= n_batches <= m):
-        raise ValueError(f"n_batches must lie in [1, {m}], got {n_batches}")
+    if n_batches is None:
+        n_batches = max(1, int(math.isqrt(m)))
+    n_batches = V.check_int(n_batches, "n_batches", low=1, high=m)
 
     # chains on the last axis: gathers then move whole rows of C values at once
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     q = np.empty((R, S, A, C), dtype=dtype)
@@ -199,8 +259,6 @@ def run_q_learning(
                 log(t + 1)
         n_updates = n * R * C * SA
     else:
-        if not (0.0 <= behaviour_epsilon <= 1.0):
-            raise ValueError("behaviour_epsilon must lie in [0, 1]")
         init_cum = np.cumsum(mdp.initial)
         term_flat = mdp.terminal.reshape(-1)
 
@@ -281,11 +339,42 @@ def _accumulate(q, t, tail_start, m, n_batches, pr_sum, tail_sum, tail_sq, batch
         batch_count[batch] += 1
 
 
-class SynchronousQLearning:
+class SynchronousQLearning(BaseEstimator):
     """Tabular Q-learning with a constant, polynomial or PD2Z-nu schedule, its tail
     Polyak-Ruppert average and multiplier-bootstrap copies run on the same samples.
 
     Estimates carry a leading replication axis: ``q_tail_`` has shape [R, S, A].
+
+    Inference and the tail window: ``confidence_intervals`` centres on the average of the
+    last m = ceil(tail_frac n) iterates. With a window that is a fixed fraction of n, the
+    step sizes inside it do not shrink as n grows (LD2Z: eta_t in (0, eta tail_frac]), so the
+    iterates keep a spread of order sqrt(eta tail_frac) around Q*. Where an optimal action is
+    near-tied -- its action gap max_a Q*(s, a) - second best is not large against that
+    spread -- the max in the target overestimates by a bias of the order of the spread,
+    which does not vanish, while the interval's width shrinks like 1/sqrt(m). Coverage then
+    *falls* as n grows. The intervals are valid only when every action gap on the states the
+    targets bootstrap through is large against that spread (a unique, well-separated optimal
+    policy); a smaller ``tail_frac`` (smaller step sizes in the window, less bias) only delays
+    the fall. The tests show both regimes on a two-action MDP.
+
+    A scikit-learn estimator: ``get_params``/``set_params``/``clone`` work, hyperparameters
+    are validated in :meth:`fit`, and ``fit`` returns ``self``. No scikit-learn mixin applies
+    (it neither classifies, regresses, transforms nor clusters: it estimates Q* and its
+    confidence intervals). ``fit`` takes a :class:`TabularMDP`, not a data matrix ``X``, so the
+    checks of :func:`sklearn.utils.estimator_checks.check_estimator` that fit it on arrays
+    cannot pass; they are listed, with this reason, in
+    :data:`SKLEARN_EXPECTED_FAILED_CHECKS` (check_estimators_dtypes, check_fit_score_takes_y,
+    check_estimators_fit_returns_self, check_readonly_memmap_input, check_n_features_in,
+    check_positive_only_tag_during_fit, check_estimators_empty_data_messages,
+    check_pipeline_consistency, check_estimators_nan_inf, check_estimators_overwrite_params,
+    check_estimator_sparse_array, check_estimator_sparse_matrix, check_estimators_pickle,
+    check_f_contiguous_array_estimator, check_fit2d_1sample, check_fit2d_1feature,
+    check_fit1d, check_fit2d_predict1d, check_dict_unchanged, check_dont_overwrite_parameters,
+    check_fit_idempotent, check_fit_check_is_fitted, check_n_features_in_after_fitting,
+    check_complex_data, check_dtype_object, check_estimator_sparse_tag,
+    check_methods_sample_order_invariance, check_methods_subset_invariance). The API checks
+    (cloneable, repr, tags, no attributes set in ``__init__``, default-constructible
+    parameters, get/set_params invariance) pass (tested).
     """
 
     sampling = "synchronous"
@@ -320,19 +409,25 @@ class SynchronousQLearning:
         self.behaviour_epsilon = behaviour_epsilon
         self.seed = seed
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False  # fit(mdp) takes no target
+        tags.non_deterministic = False  # seeded
+        return tags
+
     def step_sizes(self) -> np.ndarray:
-        return make_schedule(self.schedule, self.eta, self.n_steps, nu=self.nu, alpha=self.alpha)
+        V.check_choice(self.schedule, "schedule", SCHEDULE_KINDS)
+        n_steps = V.check_int(self.n_steps, "n_steps", low=1)
+        return make_schedule(self.schedule, self.eta, n_steps, nu=self.nu, alpha=self.alpha)
 
     def fit(self, mdp: TabularMDP, q_star: np.ndarray | None = None):
-        """Run the chains on ``mdp``; returns self."""
+        """Run the chains on ``mdp``; returns self. Every hyperparameter is validated here."""
         mdp = _check_mdp(mdp)
-        if int(self.n_bootstrap) < 0:
-            raise ValueError("n_bootstrap must be >= 0")
-        if self.bootstrap_weights not in WEIGHT_KINDS:
-            raise ValueError(f"bootstrap_weights must be one of {WEIGHT_KINDS}")
-        if q_star is not None and np.shape(q_star) != (mdp.n_states, mdp.n_actions):
-            raise ValueError(f"q_star must have shape {(mdp.n_states, mdp.n_actions)}")
-        B = int(self.n_bootstrap)
+        B = V.check_int(self.n_bootstrap, "n_bootstrap", low=0)
+        V.check_choice(self.bootstrap_weights, "bootstrap_weights", WEIGHT_KINDS)
+        V.check_int(self.seed, "seed", low=0, allow_none=True)
+        if q_star is not None:
+            q_star = check_q(q_star, mdp)
         eta = self.step_sizes()
         steps = np.repeat(eta[:, None], 1 + B, axis=1)
         mask = np.arange(1 + B) > 0
@@ -359,15 +454,16 @@ class SynchronousQLearning:
         if q_star is not None and self.log_every:
             self.error_steps_ = trace.error_steps
             self.error_curve_ = trace.error_curve[:, :, 0]
+        self.n_updates_ = trace.n_updates
         self.updates_per_second_ = trace.updates_per_second
         return self
 
     def confidence_intervals(
         self, level: float = 0.95, method: str = "multiplier_bootstrap", kind: str = "basic"
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Entry-wise CIs for Q* around the tail average, each of shape [R, S, A]."""
-        if not hasattr(self, "trace_"):
-            raise RuntimeError("call fit() before confidence_intervals()")
+        """Entry-wise CIs for Q* around the tail average, each of shape [R, S, A] (see the
+        class docstring for when the tail window gives valid coverage)."""
+        check_is_fitted(self, "trace_")
         t = self.trace_
         return confidence_intervals(
             t.q_tail[:, 0],

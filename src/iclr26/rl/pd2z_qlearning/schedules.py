@@ -12,34 +12,29 @@ from collections.abc import Callable
 
 import numpy as np
 
+from iclr26 import validation as V
+
 SCHEDULE_KINDS = ("constant", "poly", "pd2z", "ld2z")
 
 
-def _check_horizon(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"the horizon n must be a positive integer, got {n!r}")
-    return int(n)
+def _check_horizon(n: int, name: str = "n") -> int:
+    return V.check_int(n, name, low=1)
 
 
 def _check_eta(eta: float) -> float:
-    eta = float(eta)
-    if not np.isfinite(eta) or eta <= 0:
-        raise ValueError(f"eta must be a positive finite number, got {eta!r}")
-    return eta
+    return V.check_scalar(eta, "eta", low=0.0, low_open=True)
 
 
 def _check_nu(nu: float) -> float:
-    nu = float(nu)
-    if not np.isfinite(nu) or nu <= 0:
-        raise ValueError(f"PD2Z needs nu > 0, got {nu!r}")
-    return nu
+    return V.check_scalar(nu, "nu", low=0.0, low_open=True)
 
 
 def _check_alpha(alpha: float) -> float:
-    alpha = float(alpha)
-    if not (0.0 < alpha <= 1.0):
-        raise ValueError(f"the polynomial exponent alpha must lie in (0, 1], got {alpha!r}")
-    return alpha
+    return V.check_scalar(alpha, "alpha", low=0.0, high=1.0, low_open=True)
+
+
+def _check_kind(kind: str) -> str:
+    return V.check_choice(kind, "kind", SCHEDULE_KINDS)
 
 
 def pd2z_factors(n: int, nu: float) -> np.ndarray:
@@ -73,6 +68,7 @@ def make_schedule(
     kind: str, eta: float, n: int, *, nu: float = 1.0, alpha: float = 0.6
 ) -> np.ndarray:
     """Step sizes of a named schedule: ``constant``, ``poly``, ``pd2z`` or ``ld2z``."""
+    _check_kind(kind)
     if kind == "constant":
         return constant_schedule(eta, n)
     if kind == "poly":
@@ -91,8 +87,9 @@ def schedule_lambda(
 
     Steps at or past the horizon get multiplier 0 for the decay-to-zero schedules.
     """
-    make_schedule(kind, 1.0, n_steps, nu=nu, alpha=alpha)  # validates every argument
-    n = int(n_steps)
+    _check_kind(kind)
+    n = _check_horizon(n_steps, "n_steps")
+    nu, alpha = _check_nu(nu), _check_alpha(alpha)
 
     def factor(step: int) -> float:
         t = int(step)
@@ -117,7 +114,9 @@ def make_torch_scheduler(
     import torch
 
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, schedule_lambda(kind, n_steps, nu=nu, alpha=alpha)
     )
