@@ -66,6 +66,26 @@ def test_coupling_index_depth_two_zero_depth_three_positive():
     assert coupling_index(fb3, block, between_blocks=True) > 1e-3
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_coupling_index_identities_hold_for_every_init(seed):
+    """What the former coupling-index claim checked: identities of the index's own formula
+    (depth 2 is decoupled at every init, a diagonal init at every depth)."""
+    n, mask = 6, np.eye(6, dtype=bool)
+    rng = np.random.default_rng(seed)
+    for init in ("gaussian", "balanced", "identity", "diagonal"):
+        f2 = initialize(factor_shapes(n, n, 2, n), init, 1.0, rng)
+        assert coupling_index(f2, mask) < 1e-12
+    for depth in (3, 4):
+        assert (
+            coupling_index(initialize(factor_shapes(n, n, depth, n), "diagonal", 1.0, rng), mask)
+            < 1e-12
+        )
+        assert (
+            coupling_index(initialize(factor_shapes(n, n, depth, n), "gaussian", 1.0, rng), mask)
+            > 1e-3
+        )
+
+
 def test_depth_two_not_rank_one_depth_three_rank_one_on_2x2():
     m = np.array([1.0, 0.7])
     M, mask = np.diag(m), np.eye(2, dtype=bool)
@@ -106,7 +126,7 @@ def test_metrics():
 
 def test_bad_input():
     M = np.eye(3)
-    with pytest.raises(ValueError, match="no entries"):
+    with pytest.raises(ValueError, match="no observed entries"):
         DeepMatrixFactorization().fit(M, np.zeros((3, 3), dtype=bool))
     with pytest.raises(ValueError, match="depth"):
         DeepMatrixFactorization(depth=1).fit(M, np.eye(3, dtype=bool))
@@ -114,10 +134,29 @@ def test_bad_input():
         DeepMatrixFactorization().fit(M, np.eye(2, dtype=bool))
     with pytest.raises(ValueError):
         DeepMatrixFactorization(init="nope").fit(M, np.eye(3, dtype=bool))
-    with pytest.raises(ValueError, match="no entries"):
+    with pytest.raises(ValueError, match="no observed entries"):
         coupling_index([np.eye(3), np.eye(3)], np.zeros((3, 3), dtype=bool))
     with pytest.raises(ValueError, match="contain"):
         plasticity_experiment(2, M, np.ones((3, 3), bool), np.eye(3, dtype=bool))
+
+
+def test_divergent_step_size_is_detected_not_nan():
+    M, mask = np.diag([1.0, 0.8, 0.6]), np.eye(3, dtype=bool)
+    factors = initialize(factor_shapes(3, 3, 3, 3), "gaussian", 0.5, np.random.default_rng(0))
+    batch = [np.stack([F, F]) for F in factors]
+    with pytest.warns(RuntimeWarning, match="lr=50"):
+        out = gradient_descent(batch, M, mask, lr=50.0, max_steps=2000, adaptive=False)
+    assert out["diverged"].all() and not out["converged"].any()
+    assert (out["diverged_at"] > 0).all()
+    assert all(np.isfinite(F).all() for F in out["factors"])
+    assert np.isfinite(out["loss"]).all()
+    with pytest.raises(ValueError, match="lr"):
+        DeepMatrixFactorization(depth=3, init_scale=0.5, lr=50.0, max_steps=2000).fit(M, mask)
+    with pytest.raises(ValueError, match="lr"):
+        plasticity_experiment(2, M, mask, mask | np.eye(3, k=1, dtype=bool), lr=50.0)
+    # a stable step size is not flagged
+    ok = gradient_descent(batch, M, mask, lr=0.1, max_steps=200, adaptive=False)
+    assert not ok["diverged"].any()
 
 
 def test_plasticity_shapes():

@@ -179,3 +179,21 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"]
+
+
+def test_lift_inserts_a_nonnegative_rank_one_layer_that_relu_passes_unchanged():
+    from iclr26.dynamics.escape_directions.claims import _lift
+
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(30, 4, generator=gen, dtype=torch.float64)
+    weights = [
+        torch.randn(o, i, generator=gen, dtype=torch.float64) for o, i in ((5, 4), (5, 5), (2, 5))
+    ]
+    lifted = _lift(weights, X)
+    assert len(lifted) == len(weights) + 1
+    P = lifted[-2]
+    assert torch.all(P >= 0) and torch.linalg.matrix_rank(P) == 1
+    h = torch.relu(torch.relu(X @ weights[0].T) @ weights[1].T)
+    expected = (h @ P.T) @ weights[-1].T  # no ReLU needed: P h >= 0
+    got = BiasFreeReLUMLP.from_weights(lifted)(X)
+    torch.testing.assert_close(got, expected)

@@ -19,6 +19,7 @@ from iclr26.dynamics.polca import (
     polca,
     projected_loss,
 )
+from iclr26.dynamics.polca.analysis import NOISE, NOT_CLUSTERED, REMOVED
 
 SLUG = "polca"
 
@@ -154,10 +155,63 @@ def test_projected_loss_filter_and_clusters():
         axis=1,
     )
     curves += 1e-3 * np.random.default_rng(0).standard_normal(curves.shape)
-    labels = cluster_trajectories(curves, min_cluster_size=10)
-    assert np.all(labels[-5:] == -2)  # increasing examples removed
+    labels = cluster_trajectories(curves, min_cluster_size=10, normalize=None)
+    assert np.all(labels[-5:] == REMOVED)  # increasing examples removed
     assert len(set(labels[:25])) == 1 and len(set(labels[25:50])) == 1
-    assert labels[0] != labels[30]
+    assert labels[0] != labels[30]  # raw curves: amplitude separates the two groups
+    late = np.concatenate([np.zeros((3, 25)), np.linspace(-0.5, -2, 2)[:, None] * np.ones((1, 25))])
+    shapes = cluster_trajectories(np.concatenate([curves, late], axis=1), min_cluster_size=10)
+    assert np.all(shapes[50:55] == REMOVED)  # default: compare shapes
+    assert len(set(shapes[:50])) == 1 and shapes[0] >= 0  # same shape, one cluster
+    assert len(set(shapes[55:])) == 1 and shapes[55] >= 0 and shapes[55] != shapes[0]
+
+
+def test_label_codes_are_distinct_from_hdbscan_codes():
+    assert len({NOISE, REMOVED, NOT_CLUSTERED}) == 3
+    assert NOISE == -1 and REMOVED not in (-1, -2, -3) and NOT_CLUSTERED not in (-1, -2, -3)
+    early = np.array([0, -1, -1, -1, -1, -1.0])[:, None] * np.linspace(1, 2, 5)[None, :]
+    late = np.array([0, 0, 0, 0, -1, -1.0])[:, None] * np.linspace(1, 2, 5)[None, :]
+    curves = np.concatenate([early, late], axis=1)
+    assert np.all(cluster_trajectories(curves, min_cluster_size=20) == NOT_CLUSTERED)
+    labels = cluster_trajectories(curves, min_cluster_size=0.4)  # 4 of 10 examples
+    assert labels.min() >= 0 and labels[0] != labels[-1]
+
+
+def _rare_late_skill(n=1000, frac=0.03, T=31, seed=0):
+    """Projected-loss curves along one direction: 60% untouched examples (noise), an early
+    skill (drop near t=6) and a rare skill learned late (drop near t=24), amplitudes spread
+    uniformly over [0.3, 1.5] as they are across real tokens."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)[:, None]
+    kind = rng.choice(3, size=n, p=[0.6 - frac / 2, 0.4 - frac / 2, frac])
+    amplitude = rng.uniform(0.3, 1.5, n)
+    onset = np.where(kind == 1, rng.normal(6, 1, n), rng.normal(24, 1, n))
+    drop = amplitude / (1 + np.exp(-(t - onset) / 0.8))
+    curves = np.where(kind == 0, 0.0, -drop) + np.cumsum(rng.normal(0, 0.01, (T, n)), axis=0)
+    return curves - curves[0], kind == 2
+
+
+def _best_recall(labels, members, purity=0.8):
+    best = 0.0
+    for c in np.unique(labels[labels >= 0]):
+        inside = labels == c
+        if members[inside].mean() >= purity:
+            best = max(best, float((inside & members).sum() / members.sum()))
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("frac", [0.03, 0.05])
+def test_a_cluster_finds_a_rare_late_skill(seed, frac):
+    curves, late = _rare_late_skill(frac=frac, seed=seed)
+    assert late.sum() >= 20
+    # the paper's setting on raw curves: the rare skill ends as outliers or split by amplitude
+    raw = cluster_trajectories(curves, min_cluster_size=20, normalize=None)
+    assert _best_recall(raw, late) < 0.5
+    # comparing shapes, one cluster holds the rare skill (>= 80% pure, >= 80% of its examples)
+    assert _best_recall(cluster_trajectories(curves, min_cluster_size=20), late) >= 0.8
+    # and a cluster size relative to the analysis set (the paper's 20 of 5,000) finds it too
+    assert _best_recall(cluster_trajectories(curves, min_cluster_size=20 / 5000), late) >= 0.8
 
 
 def test_addition_carry_labels_match_column_addition():

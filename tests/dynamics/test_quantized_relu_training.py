@@ -138,7 +138,7 @@ def test_cpsat_agrees_with_brute_force():
 def test_bad_input_errors():
     arch = layered(2, [1], 1)
     X = np.array([[0, 1], [1, 1]])
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ValueError, match="X must hold integers in Z_2"):
         QNNTInstance(arch, np.array([[0, 2], [1, 1]]), np.array([0, 1]), d=2)
     with pytest.raises(ValueError, match="shape"):
         QNNTInstance(arch, X[:, :1], np.array([0, 1]), d=2)
@@ -150,7 +150,7 @@ def test_bad_input_errors():
     w[arch.edges[0]] = 3
     with pytest.raises(ValueError, match="Z_2"):
         inst.evaluate(w, b)
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(ValueError, match="weights lack"):
         inst.evaluate({}, b)
     with pytest.raises(ValueError):
         layered(0, [1], 1)
@@ -174,3 +174,31 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"]
+
+
+@pytest.mark.parametrize("alpha, widths", [(5, [3, 3]), (6, [2, 2]), (4, [4, 4])])
+def test_state_limit_is_checked_inside_the_expansion(alpha, widths):
+    """A 20,000-state limit stops the DP within a small bounded overshoot (one chunk's output:
+    at most max(n_comb, limit // 16) candidates), not after a whole neuron is expanded."""
+    inst = random_labels_instance(alpha, widths, 1, 2000, d=2, seed=0)
+    limit = 20_000
+    res = solve_signature_dp(inst, max_states=limit)
+    assert res.status == "state_limit"
+    n_comb = 2 ** (max(alpha, *widths) + 1)
+    assert res.stats["peak_states"] <= limit + max(n_comb, limit // 16)
+    assert res.stats["max_states"] <= limit + max(n_comb, limit // 16)
+
+
+def test_time_limit_is_checked_inside_the_expansion():
+    inst = random_labels_instance(5, [3, 3], 1, 2000, d=2, seed=0)
+    res = solve_signature_dp(inst, time_limit=1e-3, max_states=10**9)
+    assert res.status == "time_limit"
+    assert res.stats["seconds"] < 0.5
+
+
+def test_dp_work_counts_do_not_depend_on_n():
+    small = solve_signature_dp(planted_instance(3, [2, 2], 1, 1_000, noise=0.1, seed=0))
+    large = solve_signature_dp(planted_instance(3, [2, 2], 1, 50_000, noise=0.1, seed=0))
+    assert small.stats["distinct_inputs"] == large.stats["distinct_inputs"] == 8
+    assert small.stats["states"] == large.stats["states"]
+    assert small.stats["signature_values"] == large.stats["signature_values"] > 0

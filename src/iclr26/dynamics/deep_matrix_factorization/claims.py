@@ -99,7 +99,10 @@ def depth_rank_one(ctx: Context) -> Result:
     "deep models converge to the full-rank diag(M) instead of a rank-1 completion",
     paper_value="decoupled dynamics <=> no rank-1 convergence",
     criterion="depths 3 and 4, init='diagonal' (scale 0.1), GD lr 0.1 to loss < 1e-10: every run "
-    "converges, max off-diagonal |factor entry| < 1e-12 and |sigma2/sigma1 - m_(2)/m_(1)| <= 1e-4",
+    "converges to |sigma2/sigma1 - m_(2)/m_(1)| <= 1e-4, while the gaussian init of the same scale "
+    "(the coupled baseline, same seeds) is clearly lower-rank: its median sigma2/sigma1 <= "
+    "0.5 m_(2)/m_(1) at both depths (that the factors stay diagonal is an identity of the "
+    "gradient, checked in the tests and reported here)",
 )
 def diagonal_init(ctx: Context) -> Result:
     n = 6
@@ -163,51 +166,117 @@ def diagonal_init(ctx: Context) -> Result:
         baseline={"gaussian_init_median_sv_ratio": {str(d): v for d, v in gaussian_ratio.items()}},
         required={
             "all runs converged": min(converged.values()) == len(seeds),
-            "factors stay diagonal": max(off.values()) < 1e-12,
             "sigma2/sigma1 = m(2)/m(1)": max(err.values()) <= 1e-4,
+            "gaussian init lower-rank (<= 0.5 m(2)/m(1))": max(gaussian_ratio.values())
+            <= 0.5 * expected,
         },
         figures=[path],
     )
 
 
+COUPLING_CONFIGS = (
+    (2, "gaussian"),
+    (2, "balanced"),
+    (3, "gaussian"),
+    (3, "balanced"),
+    (3, "diagonal"),
+    (4, "gaussian"),
+    (4, "balanced"),
+)
+RANK_ONE = (
+    1e-2  # sigma2/sigma1 at or below this counts as a rank-1 completion (as in depth-rank-one)
+)
+
+
 @claim(
     paper=SLUG,
     name="coupling-index",
-    statement="Depth >= 3 makes the dynamics of diagonal observations coupled for every "
-    "non-diagonal initialisation, while depth 2 is decoupled for every initialisation",
-    paper_value="depth >= 3 coupled unless diagonal init; depth 2 decoupled",
-    criterion="over random gaussian inits: depth 2 coupling index < 1e-12; depths 3 and 4 > 1e-3; "
-    "diagonal init depth 3 < 1e-12 (n=6, scale 1)",
+    statement="Coupling, not depth as such, decides the low-rank bias: runs whose dynamics are "
+    "coupled at initialisation (depth >= 3, non-diagonal init) converge to rank-1 completions of "
+    "diagonal observations, decoupled runs (depth 2 at any init, diagonal init at any depth) do not",
+    paper_value="rank-1 iff coupled; depth >= 3 coupled unless diagonal init; depth 2 decoupled",
+    criterion="over depth/init pairs (2 gaussian, 2 balanced, 3 gaussian, 3 balanced, 3 diagonal, "
+    "4 gaussian, 4 balanced; n=6, M=diag(U(0.5,1.5)), scale 0.01, adaptive GD lr 0.1 to loss "
+    "< 1e-10): the rule 'coupling index at init > 1e-3 => sigma2/sigma1 <= 1e-2 after training, "
+    "index < 1e-12 => > 1e-2' is right for >= 90% of runs (unconverged runs count as wrong) and "
+    "more often than the depth-only rule 'depth >= 3 => rank 1' on the same runs",
 )
 def coupling(ctx: Context) -> Result:
     n = 6
-    draws = ctx.pick(smoke=5, quick=20, full=100)
-    mask = np.eye(n, dtype=bool)
-    values: dict[str, list[float]] = {"depth2": [], "depth3": [], "depth4": [], "diag3": []}
-    for i in range(draws):
-        rng = np.random.default_rng(ctx.seed * 1000 + i)
-        for name, depth, init in (
-            ("depth2", 2, "gaussian"),
-            ("depth3", 3, "gaussian"),
-            ("depth4", 4, "gaussian"),
-            ("diag3", 3, "diagonal"),
-        ):
-            factors = initialize(factor_shapes(n, n, depth, n), init, 1.0, rng)
-            values[name].append(coupling_index(factors, mask))
-    fig, ax = plt.subplots(figsize=(4.8, 3.6))
-    for k, v in enumerate(values.values()):
-        ax.scatter(np.full(len(v), k), np.maximum(v, FLOOR), alpha=0.6)
-    ax.set_xticks(range(4), ["depth 2", "depth 3", "depth 4", "depth 3\ndiag init"])
+    seeds = [ctx.seed * 1000 + i for i in range(ctx.pick(smoke=2, quick=6, full=24))]
+    max_steps = ctx.pick(smoke=20_000, quick=100_000)
+    M, mask, _ = _diagonal_problem(ctx, n)
+    rows = []
+    for i, (depth, init) in enumerate(COUPLING_CONFIGS):
+        start = _batch_init(n, depth, init, 0.01, seeds)
+        index = [coupling_index([F[k] for F in start], mask) for k in range(len(seeds))]
+        out = gradient_descent(start, M, mask, lr=0.1, max_steps=max_steps, tol=1e-10)
+        ratio = singular_value_ratio(product(out["factors"]))
+        for k in range(len(seeds)):
+            rows.append(
+                {
+                    "depth": depth,
+                    "init": init,
+                    "index": float(index[k]),
+                    "sv_ratio": float(ratio[k]),
+                    "converged": bool(out["converged"][k]),
+                }
+            )
+        ctx.report((i + 1) / len(COUPLING_CONFIGS), f"depth {depth}, {init}")
+
+    def right(row, predicts_rank_one):
+        if not row["converged"] or predicts_rank_one is None:
+            return False
+        return predicts_rank_one == (row["sv_ratio"] <= RANK_ONE)
+
+    def coupled(row):
+        if row["index"] > 1e-3:
+            return True
+        return False if row["index"] < 1e-12 else None  # in between: no prediction
+
+    coupling_right = [right(r, coupled(r)) for r in rows]
+    depth_right = [right(r, r["depth"] >= 3) for r in rows]
+    acc_coupling = float(np.mean(coupling_right))
+    acc_depth = float(np.mean(depth_right))
+    per_config = {}
+    for depth, init in COUPLING_CONFIGS:
+        sel = [r for r in rows if r["depth"] == depth and r["init"] == init]
+        per_config[f"depth{depth}-{init}"] = {
+            "index_min": min(r["index"] for r in sel),
+            "index_max": max(r["index"] for r in sel),
+            "median_sv_ratio": float(np.median([r["sv_ratio"] for r in sel])),
+            "converged": sum(r["converged"] for r in sel),
+        }
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for depth, init in COUPLING_CONFIGS:
+        sel = [r for r in rows if r["depth"] == depth and r["init"] == init]
+        ax.scatter(
+            [max(r["index"], FLOOR) for r in sel],
+            [max(r["sv_ratio"], FLOOR) for r in sel],
+            label=f"L={depth} {init}",
+            marker="os^"[depth - 2],
+            alpha=0.7,
+        )
+    ax.axhline(RANK_ONE, color="k", ls=":", lw=0.8)
+    ax.axvline(1e-3, color="k", ls="--", lw=0.8)
+    ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylabel("coupling index (floor 1e-16)")
+    ax.set_xlabel("coupling index at initialisation (floor 1e-16)")
+    ax.set_ylabel("sigma2 / sigma1 after training")
+    ax.legend(fontsize=7)
     path = ctx.save_figure(fig, SLUG, "coupling-index")
     return Result.judge(
-        metrics={k: {"max": float(np.max(v)), "min": float(np.min(v))} for k, v in values.items()},
+        metrics={
+            "coupling_rule_accuracy": acc_coupling,
+            "runs": len(rows),
+            "converged": sum(r["converged"] for r in rows),
+            "per_config": per_config,
+            "seeds": len(seeds),
+        },
+        baseline={"depth_only_rule": {"accuracy": acc_depth}},
         required={
-            "depth 2 < 1e-12": max(values["depth2"]) < 1e-12,
-            "depth 3 > 1e-3": min(values["depth3"]) > 1e-3,
-            "depth 4 > 1e-3": min(values["depth4"]) > 1e-3,
-            "diagonal init depth 3 < 1e-12": max(values["diag3"]) < 1e-12,
+            "coupling rule right for >= 90% of runs": acc_coupling >= 0.9,
+            "coupling rule beats depth-only rule": acc_coupling > acc_depth,
         },
         figures=[path],
     )

@@ -15,20 +15,30 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .factorization import prefix_suffix
+from iclr26 import validation as V
+
+from .factorization import check_factors, prefix_suffix
+
+
+def _check_mask(mask, shape=None) -> np.ndarray:
+    mask = V.check_array(mask, "mask", ndim=2, dtype=None)
+    if mask.dtype != bool:
+        if mask.dtype.kind not in "biuf" or not np.isin(mask, (0, 1)).all():
+            raise ValueError("mask must be boolean (or 0/1)")
+        mask = mask.astype(bool)
+    if shape is not None and mask.shape != tuple(shape):
+        raise ValueError(f"mask has shape {mask.shape}, the product {tuple(shape)}")
+    if not mask.any():
+        raise ValueError("mask has no observed entries")
+    return mask
 
 
 def _check(factors, mask) -> tuple[list[np.ndarray], np.ndarray]:
-    factors = [np.asarray(F, dtype=np.float64) for F in factors]
-    if len(factors) < 2 or any(F.ndim != 2 for F in factors):
-        raise ValueError("factors must be a list of at least two 2-D matrices W_1 ... W_L")
-    mask = np.asarray(mask, dtype=bool)
+    factors = check_factors(factors, batched=False)
+    if len(factors) < 2:
+        raise ValueError("factors must hold at least two matrices W_1 ... W_L")
     n, m = factors[-1].shape[0], factors[0].shape[1]
-    if mask.shape != (n, m):
-        raise ValueError(f"mask shape {mask.shape} does not match the product's shape {(n, m)}")
-    if not mask.any():
-        raise ValueError("the observation mask has no entries")
-    return factors, mask
+    return factors, _check_mask(mask, (n, m))
 
 
 def coupling_matrix(factors, mask) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +58,7 @@ def coupling_matrix(factors, mask) -> tuple[np.ndarray, np.ndarray]:
 def observation_blocks(mask) -> np.ndarray:
     """Block label of every observed entry: connected components of the bipartite
     row-column graph of the mask (each entry of a diagonal mask is its own block)."""
-    mask = np.asarray(mask, dtype=bool)
+    mask = _check_mask(mask)
     n, m = mask.shape
     r, c = np.nonzero(mask)
     graph = coo_matrix((np.ones(r.size), (r, n + c)), shape=(n + m, n + m))
@@ -59,6 +69,7 @@ def observation_blocks(mask) -> np.ndarray:
 def coupling_index(factors, mask, between_blocks: bool = True) -> float:
     """||K_off||_F / ||diag K||_F, where K_off keeps the pairs of observed entries in different
     observation blocks (``between_blocks=True``) or all pairs of different entries."""
+    between_blocks = V.check_bool(between_blocks, "between_blocks")
     K, _ = coupling_matrix(factors, mask)
     if between_blocks:
         blocks = observation_blocks(mask)

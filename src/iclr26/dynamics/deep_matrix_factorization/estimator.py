@@ -6,9 +6,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from iclr26 import validation as V
+
 from .coupling import coupling_index
 from .factorization import (
     INITS,
+    check_factors,
+    check_target,
     factor_shapes,
     gradient_descent,
     initialize,
@@ -21,35 +25,26 @@ SOLVERS = ("gd", "adaptive", "ode")
 
 
 def check_problem(M, mask) -> tuple[np.ndarray, np.ndarray]:
-    M = np.asarray(M, dtype=np.float64)
-    if M.ndim != 2:
-        raise ValueError(f"M must be a 2-D matrix, got shape {M.shape}")
-    mask = np.asarray(mask)
-    if mask.shape != M.shape:
-        raise ValueError(f"mask shape {mask.shape} differs from M's {M.shape}")
-    if mask.dtype != bool:
-        if not np.isin(mask, (0, 1)).all():
-            raise ValueError("mask must be boolean (or 0/1)")
-        mask = mask.astype(bool)
-    if not mask.any():
-        raise ValueError("the observation mask has no entries")
-    if not np.isfinite(M[mask]).all():
-        raise ValueError("observed entries of M must be finite")
-    return np.where(mask, M, 0.0), mask
+    """A 2-D target M, finite on the observed entries (unobserved ones may be NaN), and a 0/1
+    mask of the same shape with at least one observed entry."""
+    M = V.check_array(M, "M", ndim=2, dtype=np.float64, allow_nan=True, allow_inf=True)
+    return check_target(M, mask, M.shape)
 
 
 def check_depth(depth) -> int:
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 2:
-        raise ValueError(f"depth must be an integer >= 2 (a factorisation), got {depth!r}")
-    return int(depth)
+    return V.check_int(depth, "depth", low=2)
 
 
 class DeepMatrixFactorization(BaseEstimator):
     """Matrix completion by W = W_L ... W_1 trained with gradient flow on the observed entries.
 
     ``solver``: ``"gd"`` (constant step ``lr``, default), ``"adaptive"`` (GD whose step grows on
-    the small-init plateau; same flow path, fewer steps for deep models), ``"ode"`` (scipy RK45
-    up to flow time ``lr * max_steps``).
+    the small-init plateau; same flow path, fewer steps for deep models), ``"ode"`` (scipy's
+    LSODA, which switches to a stiff method once some entries have converged while others are
+    still on their plateau, up to flow time ``lr * max_steps``).
+
+    A step size for which gradient descent diverges raises a ``ValueError`` naming ``lr``
+    (never a NaN completion).
     """
 
     def __init__(
@@ -78,12 +73,14 @@ class DeepMatrixFactorization(BaseEstimator):
 
     def _validate(self):
         depth = check_depth(self.depth)
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if not (self.init_scale > 0 and self.lr > 0 and self.max_steps >= 1 and self.tol > 0):
-            raise ValueError("init_scale, lr, max_steps and tol must be positive")
+        V.check_int(self.width, "width", low=1, allow_none=True)
+        V.check_choice(self.init, "init", INITS)
+        V.check_choice(self.solver, "solver", SOLVERS)
+        V.check_scalar(self.init_scale, "init_scale", low=0.0, low_open=True)
+        V.check_scalar(self.lr, "lr", low=0.0, low_open=True)
+        V.check_int(self.max_steps, "max_steps", low=1)
+        V.check_scalar(self.tol, "tol", low=0.0, low_open=True)
+        V.check_int(self.record_every, "record_every", low=0)
         return depth
 
     def fit(self, M, mask, initial_factors=None):
@@ -93,14 +90,12 @@ class DeepMatrixFactorization(BaseEstimator):
         M, mask = check_problem(M, mask)
         n, m = M.shape
         width = max(n, m) if self.width is None else int(self.width)
-        if width < 1:
-            raise ValueError("width must be positive")
         if initial_factors is None:
             rng = np.random.default_rng(self.random_state)
             shapes = factor_shapes(n, m, depth, width)
             factors = initialize(shapes, self.init, self.init_scale, rng)
         else:
-            factors = [np.array(F, dtype=np.float64) for F in initial_factors]
+            factors = check_factors(initial_factors, "initial_factors", batched=False)
             if len(factors) != depth or product(factors).shape != (n, m):
                 raise ValueError("initial_factors do not match depth and M's shape")
         if self.solver == "ode":
@@ -121,6 +116,11 @@ class DeepMatrixFactorization(BaseEstimator):
                 adaptive=self.solver == "adaptive",
                 record_every=self.record_every,
             )
+            if out["diverged"][0]:
+                raise ValueError(
+                    f"lr={self.lr} makes gradient descent diverge (the loss left every bound "
+                    f"after {int(out['diverged_at'][0])} steps); use a smaller lr"
+                )
             self.factors_ = [F[0] for F in out["factors"]]
             self.n_iter_ = int(out["steps"][0])
             self.flow_time_ = float(out["flow_time"][0])
@@ -145,4 +145,6 @@ class DeepMatrixFactorization(BaseEstimator):
 
     def coupling_index(self, between_blocks: bool = True) -> float:
         check_is_fitted(self, "factors_")
-        return coupling_index(self.factors_, self.mask_, between_blocks)
+        return coupling_index(
+            self.factors_, self.mask_, V.check_bool(between_blocks, "between_blocks")
+        )

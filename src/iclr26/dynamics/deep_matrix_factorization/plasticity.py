@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from iclr26 import validation as V
+
 from .estimator import check_depth, check_problem
 from .factorization import factor_shapes, gradient_descent, initialize, product
 from .metrics import relative_error, singular_value_ratio
@@ -44,23 +46,31 @@ def plasticity_experiment(
     and the from-scratch runs, one value per seed. ``M`` and the masks are (n, m), shared by all
     seeds, or (len(seeds), n, m), one problem per seed."""
     depth = check_depth(depth)
-    seeds = list(seeds)
+    if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of integers, got {seeds!r}")
+    seeds = [V.check_int(s, "seeds", low=0) for s in seeds]
     if not seeds:
-        raise ValueError("seeds must not be empty")
+        raise ValueError("seeds is empty: give at least one seed")
+    init_scale = V.check_scalar(init_scale, "init_scale", low=0.0, low_open=True)
+    lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    max_steps = V.check_int(max_steps, "max_steps", low=1)
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    width = V.check_int(width, "width", low=1, allow_none=True)
     S = len(seeds)
-    M = _as_batch(np.asarray(M, dtype=np.float64), S, "M")
-    mask1 = _as_batch(mask_phase1, S, "mask_phase1")
-    mask2 = _as_batch(mask_phase2, S, "mask_phase2")
+    M = _as_batch(V.check_array(M, "M", ndim=(2, 3), dtype=np.float64), S, "M")
+    mask1 = _as_batch(V.check_array(mask_phase1, "mask_phase1", dtype=None), S, "mask_phase1")
+    mask2 = _as_batch(V.check_array(mask_phase2, "mask_phase2", dtype=None), S, "mask_phase2")
     if mask1.shape != M.shape or mask2.shape != M.shape:
-        raise ValueError("masks must have M's shape")
+        raise ValueError(
+            f"mask_phase1 {mask1.shape} and mask_phase2 {mask2.shape} must have M's shape {M.shape}"
+        )
     for k in range(S):
         check_problem(M[k], mask1[k])
         check_problem(M[k], mask2[k])
     mask1, mask2 = mask1.astype(bool), mask2.astype(bool)
     if np.any(mask1 & ~mask2):
         raise ValueError("mask_phase2 must contain mask_phase1")
-    if not np.isfinite(M).all():
-        raise ValueError("M must be fully known (finite) to measure the test error")
+
     test = ~mask2
     if not test.any(axis=(1, 2)).all():
         raise ValueError("mask_phase2 observes everything: no held-out entries")
@@ -72,6 +82,12 @@ def plasticity_experiment(
     phase1 = gradient_descent(start, M * mask1, mask1, **kw)
     resumed = gradient_descent(phase1["factors"], M * mask2, mask2, **kw)
     scratch = gradient_descent(start, M * mask2, mask2, **kw)
+    for name, run in (("phase 1", phase1), ("resumed", resumed), ("scratch", scratch)):
+        if run["diverged"].any():
+            raise ValueError(
+                f"lr={lr} makes gradient descent diverge ({name} training, "
+                f"{int(run['diverged'].sum())} of {S} seeds); use a smaller lr"
+            )
     out = {}
     for name, run in (("phase1", phase1), ("pretrained", resumed), ("scratch", scratch)):
         W = product(run["factors"])

@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from iclr26 import validation as V
+
 
 def _spectrum_stats(M: torch.Tensor) -> tuple[float, float]:
     s = torch.linalg.svdvals(M.detach().to(torch.float64))
@@ -19,11 +21,15 @@ def _spectrum_stats(M: torch.Tensor) -> tuple[float, float]:
 
 
 def _linear_layers(model: nn.Module) -> list[nn.Linear]:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     layers = [m for m in model.modules() if isinstance(m, nn.Linear)]
     if not layers:
         raise TypeError("model has no nn.Linear layers")
     if any(layer.bias is not None for layer in layers):
-        raise ValueError("the escape-direction diagnostics assume bias-free layers")
+        raise ValueError("model must be bias-free: the escape-direction diagnostics assume it")
+    for i, layer in enumerate(layers):
+        V.check_tensor(layer.weight.detach(), f"model layer {i + 1} weight")
     return layers
 
 
@@ -41,9 +47,11 @@ def layer_rank_profile(model: nn.Module, X=None) -> dict[str, np.ndarray]:
     for i, layer in enumerate(layers):
         ratio[i], w_tail[i] = _spectrum_stats(layer.weight)
     if X is not None:
-        X = torch.as_tensor(X).to(layers[0].weight.dtype)
-        if X.ndim != 2 or X.shape[1] != layers[0].in_features:
-            raise ValueError(f"X must be (N, {layers[0].in_features})")
+        if isinstance(X, torch.Tensor):
+            X = V.check_tensor(X, "X", ndim=2, shape=(None, layers[0].in_features))
+        else:
+            X = torch.as_tensor(V.check_array(X, "X", ndim=2, shape=(None, layers[0].in_features)))
+        X = X.to(layers[0].weight.dtype)
         h = X
         with torch.no_grad():
             for i, layer in enumerate(layers[:-1]):
@@ -63,7 +71,17 @@ def layer_rank_profile(model: nn.Module, X=None) -> dict[str, np.ndarray]:
 
 def weight_rank_profile(weights) -> dict[str, np.ndarray]:
     """s1/s2 and tail energy of a list of weight matrices (e.g. snapshots)."""
-    stats = [_spectrum_stats(torch.as_tensor(W)) for W in weights]
+    if isinstance(weights, torch.Tensor | np.ndarray) or not isinstance(weights, list | tuple):
+        raise TypeError("weights must be a list of weight matrices")
+    if not weights:
+        raise ValueError("weights is empty: give at least one matrix")
+    weights = [
+        V.check_tensor(torch.as_tensor(V.check_array(W, f"weights[{i}]", ndim=2)), f"weights[{i}]")
+        if not isinstance(W, torch.Tensor)
+        else V.check_tensor(W, f"weights[{i}]", ndim=2)
+        for i, W in enumerate(weights)
+    ]
+    stats = [_spectrum_stats(W) for W in weights]
     return {
         "layer": np.arange(1, len(stats) + 1),
         "sv_ratio": np.array([s[0] for s in stats]),

@@ -14,47 +14,60 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
-from .model import BiasFreeReLUMLP, check_activation, check_widths, forward_weights
+from iclr26 import validation as V
+
+from .model import BiasFreeReLUMLP, _forward, check_activation, check_weights, check_widths
 
 
-def _as_tensor(a, dtype=None) -> torch.Tensor:
-    t = torch.as_tensor(np.asarray(a) if not isinstance(a, torch.Tensor) else a)
+def _as_tensor(a, name: str, dtype=None) -> torch.Tensor:
+    """A finite, non-empty 2-D floating tensor (numpy arrays and lists are converted)."""
+    if isinstance(a, torch.Tensor):
+        t = a
+    else:
+        t = torch.as_tensor(V.check_array(a, name, ndim=2))
     if not torch.is_floating_point(t):
         t = t.to(torch.get_default_dtype())
+    V.check_tensor(t, name, ndim=2, floating=True)
+    if t.shape[0] == 0 or t.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)})")
     return t.to(dtype) if dtype is not None else t
 
 
 def _check_data(X, G) -> tuple[torch.Tensor, torch.Tensor]:
-    X, G = _as_tensor(X), _as_tensor(G)
-    if X.ndim != 2 or G.ndim != 2 or X.shape[0] != G.shape[0]:
-        raise ValueError(
-            f"X (N, d_in) and G (N, d_out) must be 2-D with equal N; got {X.shape}, {G.shape}"
-        )
-    if not (torch.isfinite(X).all() and torch.isfinite(G).all()):
-        raise ValueError("X and G must be finite")
+    X, G = _as_tensor(X, "X"), _as_tensor(G, "G")
+    if X.shape[0] != G.shape[0]:
+        raise ValueError(f"G must have one row per row of X ({X.shape[0]}), got {G.shape[0]}")
     return X, G.to(X.dtype)
+
+
+def _check_model(model) -> BiasFreeReLUMLP:
+    if not isinstance(model, BiasFreeReLUMLP):
+        raise TypeError(f"model must be a BiasFreeReLUMLP, got {type(model).__name__}")
+    return model
 
 
 def mse_gradient_at_zero(Y) -> torch.Tensor:
     """G = dC/dY at Y = 0 for C(Y) = ||Y - Y*||^2 / (2N): G = -Y*/N."""
-    Y = _as_tensor(Y)
-    if Y.ndim != 2:
-        raise ValueError("Y must be 2-D (N, d_out)")
+    Y = _as_tensor(Y, "Y")
     return -Y / Y.shape[0]
 
 
 def local_loss(model: BiasFreeReLUMLP, X, G) -> torch.Tensor:
     """L_0(theta) = sum_n <G_n, f_theta(x_n)>."""
+    _check_model(model)
     X, G = _check_data(X, G)
+    if X.shape[1] != model.widths[0] or G.shape[1] != model.widths[-1]:
+        raise ValueError(
+            f"X has {X.shape[1]} and G {G.shape[1]} columns; the model's widths {model.widths}"
+        )
     return (G.to(model.weights[0].dtype) * model(X.to(model.weights[0].dtype))).sum()
 
 
 def escape_speed(model: BiasFreeReLUMLP, X, G) -> torch.Tensor:
     """Scale-free escape speed s(theta) = -L_0(theta) (L/||theta||^2)^{L/2}."""
-    L = model.depth
+    L = _check_model(model).depth
     return -local_loss(model, X, G) * (L / model.squared_norm()) ** (L / 2)
 
 
@@ -62,7 +75,11 @@ def balance(weights: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Rescale every layer to unit Frobenius norm (||theta||^2 = L). For a positively
     homogeneous network this only multiplies the output by a positive constant, and among all
     rescalings with the same function it minimises ||theta||, so the speed cannot decrease."""
-    return [W / W.norm() for W in weights]
+    weights = check_weights(weights)
+    norms = [W.norm() for W in weights]
+    if any(float(n) == 0.0 for n in norms):
+        raise ValueError("weights must all be non-zero to be balanced (a zero layer has no scale)")
+    return [W / n for W, n in zip(weights, norms)]
 
 
 @dataclass
@@ -95,11 +112,13 @@ def find_escape_direction(
     ``rank_one=True`` parametrises every layer as a_l b_l^T (the best rank-one speed)."""
     widths = check_widths(widths)
     check_activation(activation)
-    for name, v in (("restarts", restarts), ("steps", steps)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if not lr > 0:
-        raise ValueError("lr must be positive")
+    restarts = V.check_int(restarts, "restarts", low=1)
+    steps = V.check_int(steps, "steps", low=1)
+    lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    rank_one = V.check_bool(rank_one, "rank_one")
+    seed = V.check_int(seed, "seed")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     X, G = _check_data(X, G)
     if X.shape[1] != widths[0] or G.shape[1] != widths[-1]:
         raise ValueError(f"X has {X.shape[1]} and G {G.shape[1]} columns; widths {widths}")
@@ -127,7 +146,7 @@ def find_escape_direction(
     def speeds(ps):
         ws = weights_of(ps)
         sq = sum((W**2).sum(dim=(1, 2)) for W in ws)
-        out = forward_weights(ws, X, activation)  # (R, N, d_out)
+        out = _forward(ws, X, activation)  # (R, N, d_out)
         l0 = (out * G).sum(dim=(1, 2))
         return -l0 * (L / sq) ** (L / 2)
 
@@ -167,8 +186,9 @@ def circle_counterexample(n_points: int = 8) -> tuple[torch.Tensor, torch.Tensor
     """Example 1 of the paper: points on the unit circle at angles 2 pi k / n with
     alternating cost gradient G_k = (-1)^k (scalar output, no 1/N). For n = 8 and depth 3,
     the best rank-one escape speed is sqrt(2) - 1 while a rank-two first layer reaches 1/2."""
-    if n_points < 2 or n_points % 2:
-        raise ValueError("n_points must be an even integer >= 2")
+    n_points = V.check_int(n_points, "n_points", low=2)
+    if n_points % 2:
+        raise ValueError(f"n_points must be even, got {n_points}")
     angles = 2 * math.pi * torch.arange(n_points, dtype=torch.float64) / n_points
     X = torch.stack([torch.cos(angles), torch.sin(angles)], dim=1)
     G = ((-1.0) ** torch.arange(n_points, dtype=torch.float64))[:, None]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from iclr26 import validation as V
+
 from .diagnostics import weight_rank_profile
 from .model import BiasFreeReLUMLP, check_widths
 
@@ -57,14 +59,23 @@ def small_init_gd(
     ``spherical_time=False`` is plain GD with constant step ``eta0`` (no cap);
     ``stop_when_done`` ends the run once every snapshot has been taken."""
     widths = check_widths(widths)
-    X = torch.as_tensor(np.asarray(X), dtype=dtype)
-    Y = torch.as_tensor(np.asarray(Y), dtype=dtype)
-    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0]:
-        raise ValueError("X and Y must be 2-D with the same number of rows")
-    if X.shape[1] != widths[0] or Y.shape[1] != widths[-1]:
-        raise ValueError(f"X/Y columns do not match widths {widths}")
-    if not (init_scale > 0 and eta0 > 0 and steps >= 1):
-        raise ValueError("init_scale, eta0 and steps must be positive")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    X = V.check_array(X, "X", ndim=2, shape=(None, widths[0]))
+    Y = V.check_array(Y, "Y", ndim=2, shape=(X.shape[0], widths[-1]))
+    X = torch.as_tensor(X, dtype=dtype)
+    Y = torch.as_tensor(Y, dtype=dtype)
+    init_scale = V.check_scalar(init_scale, "init_scale", low=0.0, low_open=True)
+    eta0 = V.check_scalar(eta0, "eta0", low=0.0, low_open=True)
+    steps = V.check_int(steps, "steps", low=1)
+    step_cap = V.check_scalar(step_cap, "step_cap", low=0.0, low_open=True)
+    spherical_time = V.check_bool(spherical_time, "spherical_time")
+    stop_when_done = V.check_bool(stop_when_done, "stop_when_done")
+    if isinstance(snapshot_at, str) or not hasattr(snapshot_at, "__iter__"):
+        raise TypeError(f"snapshot_at must be a sequence of loss fractions, got {snapshot_at!r}")
+    snapshot_at = [
+        V.check_scalar(f, "snapshot_at", low=0.0, high=1.0, low_open=True) for f in snapshot_at
+    ]
     model = BiasFreeReLUMLP(widths, dtype=dtype)
     gen = torch.Generator().manual_seed(int(seed))
     he_init(model, 1.0, gen)
@@ -97,6 +108,11 @@ def small_init_gd(
             }
         if step == steps or (stop_when_done and not pending):
             break
+        if not np.isfinite(value):
+            raise ValueError(
+                f"eta0={eta0} makes gradient descent diverge (loss {value} at step {step}); "
+                "use a smaller eta0"
+            )
         loss.backward()
         with torch.no_grad():
             norm = float(torch.sqrt(sum((p**2).sum() for p in params)))

@@ -19,7 +19,31 @@ import numpy as np
 import torch
 from torch.func import jvp, vmap
 
+from iclr26 import validation as V
+
 from .checkpoints import ParamSpace
+
+ORTHONORMAL_TOL = 1e-3  # |B B^T - I| allowed (float32 Lanczos vectors)
+
+
+def check_basis(basis, dim: int, name: str = "basis") -> torch.Tensor:
+    """Finite rows of length ``dim`` that are orthonormal: the allocation to b is only a share
+    of the loss change when the b are unit vectors and mutually orthogonal."""
+    basis = V.check_tensor(basis, name, ndim=2, floating=True)
+    if basis.shape[1] != dim:
+        raise ValueError(f"{name} vectors have {basis.shape[1]} entries, the model {dim}")
+    gram = (basis.double() @ basis.double().T).cpu()
+    eye = torch.eye(gram.shape[0], dtype=gram.dtype)
+    norms_off = (gram.diagonal() - 1.0).abs().max().item()
+    if norms_off > ORTHONORMAL_TOL:
+        raise ValueError(
+            f"{name} rows must be unit vectors (norms off by up to {norms_off:.3g}); normalise them"
+        )
+    off = (gram - eye).abs().max().item()
+    if off > ORTHONORMAL_TOL:
+        raise ValueError(f"{name} rows must be orthogonal (|B B^T - I| up to {off:.3g})")
+    return basis
+
 
 SECOND_ORDER = ("exact", "proportional", None)
 
@@ -33,6 +57,16 @@ def directional_derivatives(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per-example losses, first and (optionally) second directional derivatives along a batch
     of tangents (leading axis = basis vectors): (n,), (k, n), (k, n)."""
+    if not callable(per_example_loss):
+        raise TypeError("per_example_loss must be callable f(params, X)")
+    if not isinstance(params, dict) or not isinstance(tangents, dict):
+        raise TypeError("params and tangents must be dicts of tensors (name -> tensor)")
+    if set(params) != set(tangents):
+        raise ValueError("tangents must have the same keys as params")
+    for key, value in params.items():
+        V.check_tensor(value, f"params[{key!r}]")
+        V.check_tensor(tangents[key], f"tangents[{key!r}]", min_ndim=1)
+    second = V.check_bool(second, "second")
 
     def first(p, t):
         return jvp(lambda q: per_example_loss(q, X), (p,), (t,))
@@ -59,15 +93,13 @@ def polca(
 ) -> dict:
     """Allocations (n_basis, T-1, n_examples), per-example exact losses (T, n_examples) and the
     decomposition throughput (examples per second per checkpoint)."""
-    if second_order not in SECOND_ORDER:
-        raise ValueError(f"second_order must be one of {SECOND_ORDER}")
-    if len(checkpoints) < 2:
-        raise ValueError("need at least two checkpoints")
-    if basis.ndim != 2:
-        raise ValueError("basis must be (n_vectors, dim)")
+    V.check_choice(second_order, "second_order", SECOND_ORDER)
+    if not callable(per_example_loss):
+        raise TypeError("per_example_loss must be callable f(params, X)")
+    chunk = V.check_int(chunk, "chunk", low=1)
     space = ParamSpace(model)
-    if basis.shape[1] != space.dim:
-        raise ValueError(f"basis vectors have {basis.shape[1]} entries, the model {space.dim}")
+    checkpoints = space.check_points(checkpoints, min_count=2)
+    basis = check_basis(basis, space.dim)
     T = len(checkpoints)
     alloc, losses, seconds = [], [], 0.0
     need_second = second_order is not None
@@ -113,8 +145,6 @@ def polca(
 
 def projected_loss(allocations: np.ndarray) -> np.ndarray:
     """Cumulative allocations (Eq. 8): (n_basis, T, n_examples), zero at the first checkpoint."""
-    A = np.asarray(allocations)
-    if A.ndim != 3:
-        raise ValueError("allocations must be (n_basis, T-1, n_examples)")
+    A = V.check_array(allocations, "allocations", ndim=3)
     zero = np.zeros((A.shape[0], 1, A.shape[2]), dtype=A.dtype)
     return np.concatenate([zero, np.cumsum(A, axis=1)], axis=1)

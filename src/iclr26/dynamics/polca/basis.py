@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, jvp
 
+from iclr26 import validation as V
+
 from .checkpoints import ParamSpace
 
 
@@ -21,6 +23,11 @@ def make_hvp(
     model: torch.nn.Module, per_example_loss: Callable, X, point: torch.Tensor, space: ParamSpace
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """v -> H v for the mean per-example loss at the flat parameter vector ``point``."""
+    if not isinstance(space, ParamSpace):
+        raise TypeError(f"space must be a ParamSpace, got {type(space).__name__}")
+    if not callable(per_example_loss):
+        raise TypeError("per_example_loss must be callable f(params, X)")
+    point = space.check_points([point], "point")[0]
     params = space.unflatten(point)
 
     def mean_loss(p):
@@ -46,6 +53,19 @@ def lanczos_top(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-k (largest algebraic) Ritz pairs of Pi A Pi after ``iters`` Lanczos steps with full
     reorthogonalisation; ``deflate`` (m, dim) has orthonormal rows spanning Pi's null space."""
+    if not callable(matvec):
+        raise TypeError("matvec must be callable v -> A v")
+    dim = V.check_int(dim, "dim", low=1)
+    k = V.check_int(k, "k", low=1)
+    iters = V.check_int(iters, "iters", low=1)
+    if k > iters:
+        raise ValueError(f"k must be <= iters ({iters}): Lanczos finds at most iters Ritz pairs")
+    if deflate is not None:
+        V.check_tensor(deflate, "deflate", ndim=2, nonempty=False)
+        if deflate.shape[0] and deflate.shape[1] != dim:
+            raise ValueError(f"deflate rows have {deflate.shape[1]} entries, dim is {dim}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
 
     def project(v):
         if deflate is not None and deflate.shape[0]:
@@ -87,11 +107,13 @@ def build_hessian_basis(
     seed: int = 0,
 ) -> tuple[torch.Tensor, np.ndarray]:
     """Orthonormal basis (n_vectors, dim) and the eigenvalue each vector was found with."""
-    if not checkpoints:
-        raise ValueError("need at least one basis checkpoint")
-    if k < 1 or iters < 1:
-        raise ValueError("k and iters must be positive")
+    k = V.check_int(k, "k", low=1)
+    iters = V.check_int(iters, "iters", low=1)
+    seed = V.check_int(seed, "seed")
+    if not callable(per_example_loss):
+        raise TypeError("per_example_loss must be callable f(params, X)")
     space = ParamSpace(model)
+    checkpoints = space.check_points(checkpoints)
     gen = torch.Generator().manual_seed(int(seed))
     dtype = checkpoints[0].dtype
     basis = torch.zeros(0, space.dim, dtype=dtype)
@@ -112,6 +134,10 @@ def build_hessian_basis(
 
 def model_loss_fn(model: torch.nn.Module, token_loss: Callable) -> Callable:
     """Wrap ``token_loss(logits, X) -> per-example losses`` into ``f(params, X)``."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(token_loss):
+        raise TypeError("token_loss must be callable token_loss(logits, X)")
 
     def per_example_loss(params, X):
         return token_loss(functional_call(model, params, (X,)), X)

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
+from iclr26 import validation as V
+
 from .allocation import polca, projected_loss
 from .analysis import cluster_trajectories, filter_oscillatory
 from .basis import build_hessian_basis
@@ -21,6 +23,10 @@ from .task import POSITIONS, VOCAB, AdditionTask
 
 def addition_token_losses(model: torch.nn.Module, task: AdditionTask):
     """f(params, tokens) -> cross-entropy of every sum token, flattened (n * (digits + 1),)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(task, AdditionTask):
+        raise TypeError(f"task must be an AdditionTask, got {type(task).__name__}")
     answer = task.answer_slice
 
     def per_example_loss(params, tokens):
@@ -62,6 +68,12 @@ def train_addition(
     lr: float = 1e-3,
 ):
     """Adam training on random sums, recording checkpoints every ``every`` steps."""
+    n_train = V.check_int(n_train, "n_train", low=1)
+    steps = V.check_int(steps, "steps", low=1)
+    every = V.check_int(every, "every", low=1)
+    seed = V.check_int(seed, "seed", low=0)
+    batch = V.check_int(batch, "batch", low=1)
+    lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
     task = AdditionTask(3)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -101,6 +113,13 @@ def run_addition_experiment(
     n_layers: int = 2,
     lr: float = 1e-3,
 ) -> AdditionRun:
+    n_analysis = V.check_int(n_analysis, "n_analysis", low=1)
+    basis_every = V.check_int(basis_every, "basis_every", low=1)
+    lanczos_iters = V.check_int(lanczos_iters, "lanczos_iters", low=1)
+    V.check_choice(second_order, "second_order", ("exact", "proportional", None))
+    V.check_choice(lca_second_order, "lca_second_order", ("exact", "proportional", None))
+    if V.check_int(steps, "steps", low=1) < 2 * V.check_int(every, "every", low=1):
+        raise ValueError(f"steps ({steps}) must allow at least three checkpoints every {every}")
     timings = {}
     start = time.perf_counter()
     task, model, rec = train_addition(n_train, steps, every, seed, d_model, n_layers, lr=lr)
@@ -161,5 +180,7 @@ def run_addition_experiment(
     )
 
 
-def cluster_all(L: np.ndarray, kept: np.ndarray, min_cluster_size: int) -> dict[int, np.ndarray]:
-    return {int(b): cluster_trajectories(L[b], min_cluster_size) for b in kept}
+def cluster_all(
+    L: np.ndarray, kept: np.ndarray, min_cluster_size: int, normalize: str | None = "max"
+) -> dict[int, np.ndarray]:
+    return {int(b): cluster_trajectories(L[b], min_cluster_size, normalize=normalize) for b in kept}

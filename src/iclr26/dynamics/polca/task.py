@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from iclr26 import validation as V
+
 PLUS, EQUALS = 10, 11
 VOCAB = 12
 POSITIONS = ("1000s", "100s", "10s", "1s")
@@ -25,8 +27,7 @@ class AdditionTask:
     n_digits: int = 3
 
     def __post_init__(self) -> None:
-        if not isinstance(self.n_digits, int) or not 1 <= self.n_digits <= 6:
-            raise ValueError("n_digits must be an integer in 1..6")
+        V.check_int(self.n_digits, "n_digits", low=1, high=6)
 
     @property
     def sum_digits(self) -> int:
@@ -44,12 +45,15 @@ class AdditionTask:
 
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """n random operand pairs (a, b)."""
+        n = V.check_int(n, "n", low=1)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
         hi = 10**self.n_digits
         return rng.integers(0, hi, n), rng.integers(0, hi, n)
 
     def encode(self, a: np.ndarray, b: np.ndarray) -> torch.Tensor:
         """Token ids (n, seq_len)."""
-        a, b = np.asarray(a), np.asarray(b)
+        a, b = self._operands(a, b)
         k = self.n_digits
 
         def digits(x, width):
@@ -69,7 +73,7 @@ class AdditionTask:
 
     def carry_labels(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Carry-in (0/1) of each sum token (n, n_digits + 1), most significant first."""
-        a, b = np.asarray(a), np.asarray(b)
+        a, b = self._operands(a, b)
         k = self.n_digits
         carries = np.zeros((len(a), k + 1), dtype=np.int64)  # column c (0 = ones) carry-in
         carry = np.zeros(len(a), dtype=np.int64)
@@ -80,5 +84,15 @@ class AdditionTask:
         carries[:, k] = carry
         return carries[:, ::-1].copy()
 
+    def _operands(self, a, b) -> tuple[np.ndarray, np.ndarray]:
+        hi = 10**self.n_digits - 1
+        a = V.check_array(a, "a", ndim=1, low=0, high=hi)
+        b = V.check_array(b, "b", ndim=1, n_rows=a.shape[0], low=0, high=hi)
+        for name, x in (("a", a), ("b", b)):
+            if x.dtype.kind == "f" and not np.all(x == np.round(x)):
+                raise ValueError(f"{name} must hold integers")
+        return a.astype(np.int64), b.astype(np.int64)
+
     def position_labels(self, n: int) -> np.ndarray:
+        n = V.check_int(n, "n", low=1)
         return np.tile(np.arange(self.sum_digits), (n, 1))

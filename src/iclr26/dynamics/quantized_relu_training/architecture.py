@@ -10,6 +10,8 @@ from collections.abc import Hashable, Sequence
 
 import networkx as nx
 
+from iclr26 import validation as V
+
 
 class Architecture:
     """A directed acyclic graph with ordered input and output neurons.
@@ -26,9 +28,9 @@ class Architecture:
         if not isinstance(graph, nx.DiGraph):
             raise TypeError("graph must be a networkx.DiGraph")
         if graph.number_of_nodes() == 0:
-            raise ValueError("the architecture has no neurons")
+            raise ValueError("graph has no neurons")
         if not nx.is_directed_acyclic_graph(graph):
-            raise ValueError("the architecture must be acyclic")
+            raise ValueError("graph must be acyclic")
         sources = [v for v in graph.nodes if graph.in_degree(v) == 0]
         sinks = [v for v in graph.nodes if graph.out_degree(v) == 0]
         self.inputs = list(inputs) if inputs is not None else sources
@@ -86,12 +88,11 @@ class Architecture:
 
 def layered(alpha: int, widths: Sequence[int], omega: int) -> Architecture:
     """A fully connected layered network alpha -> widths[0] -> ... -> omega."""
-    for name, value in (("alpha", alpha), ("omega", omega)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    widths = list(widths)
-    if any(not isinstance(w, int) or w < 1 for w in widths):
-        raise ValueError(f"widths must be positive integers, got {widths}")
+    alpha = V.check_int(alpha, "alpha", low=1)
+    omega = V.check_int(omega, "omega", low=1)
+    if isinstance(widths, str) or not isinstance(widths, Sequence):
+        raise TypeError(f"widths must be a sequence of positive integers, got {widths!r}")
+    widths = [V.check_int(w, f"widths[{i}]", low=1) for i, w in enumerate(widths)]
     graph = nx.DiGraph()
     previous = [("x", i) for i in range(alpha)]
     graph.add_nodes_from(previous)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
+
 OUTPUT_ACTIVATIONS = ("relu_d", "clip")
 
 
@@ -20,10 +22,7 @@ class QuantizedDomain:
     d: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)):
-            raise TypeError(f"d must be an integer, got {type(self.d).__name__}")
-        if self.d < 2:
-            raise ValueError(f"d must be >= 2, got {self.d}")
+        object.__setattr__(self, "d", V.check_int(self.d, "d", low=2))
 
     @property
     def lo(self) -> int:

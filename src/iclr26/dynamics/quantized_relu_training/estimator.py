@@ -9,6 +9,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from iclr26 import validation as V
+
 from .architecture import layered
 from .domain import QuantizedDomain
 from .instance import QNNTInstance
@@ -27,15 +29,15 @@ class QuantizedReLUClassifier(ClassifierMixin, BaseEstimator):
         self.solver = solver
 
     def fit(self, X, y):
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {sorted(SOLVERS)}, got {self.solver!r}")
-        X = np.asarray(X)
-        y = np.asarray(y)
-        if X.ndim != 2 or y.shape != (X.shape[0],):
-            raise ValueError("X must be 2-D and y 1-D with one label per row")
+        V.check_choice(self.solver, "solver", sorted(SOLVERS))
+        domain = QuantizedDomain(self.d)
+        X = V.check_array(X, "X", ndim=2)
+        if not domain.contains(X):
+            raise ValueError(f"X must hold integers in Z_{domain.d} = [{domain.lo}, {domain.hi}]")
+        y = V.check_array(y, "y", ndim=1, n_rows=X.shape[0], dtype=None)
         self.classes_ = np.unique(y)
         if self.classes_.size != 2:
-            raise ValueError(f"need exactly two classes, got {self.classes_.size}")
+            raise ValueError(f"y must hold exactly two classes, got {self.classes_.size}")
         target = (y == self.classes_[1]).astype(np.int64)
         arch = layered(X.shape[1], list(self.widths), 1)
         self.instance_ = QNNTInstance(arch, X, target, d=self.d)
@@ -47,9 +49,7 @@ class QuantizedReLUClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "weights_")
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have shape (n, {self.n_features_in_})")
+        X = V.check_array(X, "X", ndim=2, shape=(None, self.n_features_in_))
         if not QuantizedDomain(self.d).contains(X):
             raise ValueError(f"X entries must lie in Z_{self.d}")
         out = self.instance_.predict(self.weights_, self.biases_, X)[:, 0]

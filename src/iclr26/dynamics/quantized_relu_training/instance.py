@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
+
 from .architecture import Architecture, layered
 from .domain import OUTPUT_ACTIVATIONS, QuantizedDomain
 
@@ -44,8 +46,20 @@ def _row_codes(rows: np.ndarray, base: int, lo: int) -> np.ndarray | None:
     return (rows.astype(np.int64) - lo) @ weights
 
 
+def _check_domain_array(value, name: str, domain: QuantizedDomain, **kw) -> np.ndarray:
+    """A finite, non-empty integer array with every entry in Z_d."""
+    arr = V.check_array(value, name, **kw)
+    if not domain.contains(arr):
+        raise ValueError(f"{name} must hold integers in Z_{domain.d} = [{domain.lo}, {domain.hi}]")
+    return arr.astype(np.int64)
+
+
 def deduplicate(X: np.ndarray, Y: np.ndarray, domain: QuantizedDomain) -> DistinctData:
     """Distinct inputs and distinct (input, label) pairs with multiplicities, vectorised."""
+    if not isinstance(domain, QuantizedDomain):
+        raise TypeError(f"domain must be a QuantizedDomain, got {type(domain).__name__}")
+    X = _check_domain_array(X, "X", domain, ndim=2)
+    Y = _check_domain_array(Y, "Y", domain, ndim=2, n_rows=X.shape[0])
     joint = np.concatenate([X, Y], axis=1)
     codes = _row_codes(joint, domain.d, domain.lo)
     if codes is None:
@@ -124,27 +138,13 @@ class QNNTInstance:
         if not isinstance(architecture, Architecture):
             raise TypeError("architecture must be an Architecture (see layered())")
         self.domain = QuantizedDomain(d)
-        X = np.asarray(X)
-        Y = np.asarray(Y)
+        X = _check_domain_array(X, "X", self.domain, ndim=2, shape=(None, architecture.alpha))
+        Y = V.check_array(Y, "Y", ndim=(1, 2), n_rows=X.shape[0])
         if Y.ndim == 1:
             Y = Y[:, None]
-        if X.ndim != 2 or X.shape[1] != architecture.alpha:
-            raise ValueError(f"X must have shape (n, {architecture.alpha}), got {X.shape}")
-        if Y.ndim != 2 or Y.shape != (X.shape[0], architecture.omega):
-            raise ValueError(
-                f"Y must have shape ({X.shape[0]}, {architecture.omega}), got {Y.shape}"
-            )
-        if X.shape[0] == 0:
-            raise ValueError("the training set is empty")
-        for name, arr in (("X", X), ("Y", Y)):
-            if not self.domain.contains(arr):
-                raise ValueError(
-                    f"{name} has entries outside Z_{d} = [{self.domain.lo}, {self.domain.hi}]"
-                )
-        if ell is not None and (not isinstance(ell, (int, np.integer)) or ell < 0):
-            raise ValueError(f"ell must be a non-negative integer or None, got {ell!r}")
-        if output_activation not in OUTPUT_ACTIVATIONS:
-            raise ValueError(f"output_activation must be one of {OUTPUT_ACTIVATIONS}")
+        Y = _check_domain_array(Y, "Y", self.domain, shape=(X.shape[0], architecture.omega))
+        ell = V.check_int(ell, "ell", low=0, allow_none=True)
+        V.check_choice(output_activation, "output_activation", OUTPUT_ACTIVATIONS)
         self.architecture = architecture
         self.X = X.astype(np.int64)
         self.Y = Y.astype(np.int64)
@@ -168,22 +168,27 @@ class QNNTInstance:
             raise TypeError("weights and biases must be mappings {(u, v): w} and {v: b}")
         missing_w = [e for e in arch.edges if e not in weights]
         missing_b = [v for v in arch.computed if v not in biases]
-        if missing_w or missing_b:
-            raise ValueError(f"missing weights {missing_w[:3]} / biases {missing_b[:3]}")
-        values = [weights[e] for e in arch.edges] + [biases[v] for v in arch.computed]
-        if not self.domain.contains(np.asarray(values)):
-            raise ValueError(
-                f"weights/biases must be integers in Z_{self.d} = [{self.domain.lo}, {self.domain.hi}]"
-            )
+        if missing_w:
+            raise ValueError(f"weights lack the edges {missing_w[:3]}")
+        if missing_b:
+            raise ValueError(f"biases lack the neurons {missing_b[:3]}")
+        for name, values in (
+            ("weights", [weights[e] for e in arch.edges]),
+            ("biases", [biases[v] for v in arch.computed]),
+        ):
+            _check_domain_array(values, name, self.domain, ndim=1)
         w = {v: np.array([[weights[(u, v)] for u in arch.predecessors[v]]]) for v in arch.computed}
         b = {v: np.array([biases[v]]) for v in arch.computed}
         return w, b
 
     def predict(self, weights, biases, X=None) -> np.ndarray:
         """Outputs (n x omega) of the network given by ``weights``/``biases`` on X."""
-        X = self.X if X is None else np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != self.architecture.alpha or not self.domain.contains(X):
-            raise ValueError(f"X must be (n, {self.architecture.alpha}) with entries in Z_{self.d}")
+        if X is None:
+            X = self.X
+        else:
+            X = _check_domain_array(
+                X, "X", self.domain, ndim=2, shape=(None, self.architecture.alpha)
+            )
         w, b = self._check_parameters(weights, biases)
         out = forward_batch(self.architecture, self.domain, X, w, b, self.output_activation)
         return out[0].T
@@ -198,6 +203,10 @@ class QNNTInstance:
 
 def random_network(arch: Architecture, d: int, rng: np.random.Generator) -> tuple[dict, dict]:
     """Weights and biases drawn uniformly from Z_d."""
+    if not isinstance(arch, Architecture):
+        raise TypeError(f"arch must be an Architecture, got {type(arch).__name__}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     dom = QuantizedDomain(d)
     weights = {e: int(rng.integers(dom.lo, dom.hi + 1)) for e in arch.edges}
     biases = {v: int(rng.integers(dom.lo, dom.hi + 1)) for v in arch.computed}
@@ -218,8 +227,8 @@ def planted_instance(
     """Inputs uniform in Z_d^alpha, labels from a random quantized network of the same
     architecture (error 0 attainable when ``noise == 0``); a ``noise`` fraction of labels is
     redrawn uniformly."""
-    if not 0.0 <= noise <= 1.0:
-        raise ValueError("noise must lie in [0, 1]")
+    noise = V.check_probability(noise, "noise")
+    n = V.check_int(n, "n", low=1)
     rng = np.random.default_rng(seed)
     arch = layered(alpha, widths, omega)
     dom = QuantizedDomain(d)
@@ -242,6 +251,8 @@ def random_labels_instance(
     output_activation: str = "relu_d",
 ) -> QNNTInstance:
     """Inputs and labels uniform in Z_d (labels restricted to the output range)."""
+    n = V.check_int(n, "n", low=1)
+    V.check_choice(output_activation, "output_activation", OUTPUT_ACTIVATIONS)
     rng = np.random.default_rng(seed)
     arch = layered(alpha, widths, omega)
     dom = QuantizedDomain(d)

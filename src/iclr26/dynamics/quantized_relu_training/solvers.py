@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from iclr26 import validation as V
+
 from .instance import QNNTInstance, forward_batch, pair_errors
 
 
@@ -45,12 +47,11 @@ class SolverResult:
 
 def _check_instance(inst) -> None:
     if not isinstance(inst, QNNTInstance):
-        raise TypeError(f"expected a QNNTInstance, got {type(inst).__name__}")
+        raise TypeError(f"inst must be a QNNTInstance, got {type(inst).__name__}")
 
 
-def _check_time_limit(time_limit) -> None:
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
-        raise ValueError(f"time_limit must be a positive number or None, got {time_limit!r}")
+def _check_time_limit(time_limit) -> float | None:
+    return V.check_scalar(time_limit, "time_limit", low=0.0, low_open=True, allow_none=True)
 
 
 def _as_dicts(inst: QNNTInstance, w_rows: dict, b_vals: dict) -> tuple[dict, dict]:
@@ -82,14 +83,17 @@ def solve_brute_force(
     """Enumerate all d^(#weights + #biases) assignments in vectorised chunks on the
     deduplicated data. Stops early at error 0, or at error <= ell when ``inst.ell`` is set."""
     _check_instance(inst)
-    _check_time_limit(time_limit)
+    time_limit = _check_time_limit(time_limit)
+    chunk_elements = V.check_int(chunk_elements, "chunk_elements", low=1)
+    max_assignments = V.check_int(max_assignments, "max_assignments", low=1)
     start = time.perf_counter()
     arch, dom, data = inst.architecture, inst.domain, inst.distinct()
     n_params = arch.n_parameters
     total = dom.d**n_params
     if total > max_assignments:
         raise ValueError(
-            f"{total} assignments exceed max_assignments={max_assignments}; use solve_signature_dp"
+            f"max_assignments={max_assignments} is below the {total} assignments of this "
+            "instance; use solve_signature_dp"
         )
     slots, offset = {}, 0
     for v in arch.computed:
@@ -162,6 +166,15 @@ def _state_keys(states: np.ndarray, groups: list[list[int]]) -> np.ndarray:
     return ids.view(np.dtype((np.void, 8 * width)))[:, 0]
 
 
+def _merge(parts, groups_list):
+    """One deduplicated (states, parent, combo) triple from several chunks' triples."""
+    cand = np.concatenate([q[0] for q in parts])
+    parent_idx = np.concatenate([q[1] for q in parts])
+    combo_idx = np.concatenate([q[2] for q in parts])
+    _, first = np.unique(_state_keys(cand, groups_list), return_index=True)
+    return cand[first], parent_idx[first], combo_idx[first]
+
+
 def solve_signature_dp(
     inst: QNNTInstance,
     *,
@@ -171,9 +184,21 @@ def solve_signature_dp(
     prune_by_ell: bool = True,
     chunk_elements: int = 1 << 23,
 ) -> SolverResult:
-    """Exact training by dynamic programming over frontier signatures (see module docstring)."""
+    """Exact training by dynamic programming over frontier signatures (see module docstring).
+
+    ``max_states`` and ``time_limit`` are checked *inside* the expansion of every neuron, after
+    each chunk of parent states: the states held at any moment never exceed ``max_states`` by
+    more than one chunk's output, which is capped at ``max(n_comb, max_states // 16)``
+    candidates (``n_comb`` = weight/bias choices of the neuron), so memory stays bounded by the
+    limit. ``stats`` reports the load-free work counts: ``states`` (table size after each
+    neuron), ``candidates`` (parent-state x weight/bias combinations evaluated),
+    ``signature_values`` (candidates x p activations computed) and ``peak_states``."""
     _check_instance(inst)
-    _check_time_limit(time_limit)
+    time_limit = _check_time_limit(time_limit)
+    max_states = V.check_int(max_states, "max_states", low=1)
+    chunk_elements = V.check_int(chunk_elements, "chunk_elements", low=1)
+    canonicalize = V.check_bool(canonicalize, "canonicalize")
+    prune_by_ell = V.check_bool(prune_by_ell, "prune_by_ell")
     start = time.perf_counter()
     arch, dom, data = inst.architecture, inst.domain, inst.distinct()
     p = data.p
@@ -188,7 +213,13 @@ def solve_signature_dp(
     states = np.zeros((1, 0, p), dtype=np.int8)
     frontier: list = []
     trace: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    max_seen, status = 1, None
+    max_seen, peak_held, status = 1, 1, None
+    table_sizes: list[int] = []
+    candidates_evaluated = 0
+
+    def out_of_time() -> bool:
+        return time_limit is not None and time.perf_counter() - start > time_limit
+
     for t, v in enumerate(arch.computed):
         preds = arch.predecessors[v]
         grid = np.array(list(itertools.product(dom.values, repeat=len(preds))), dtype=np.int16)
@@ -204,11 +235,22 @@ def solve_signature_dp(
                 groups.setdefault(group_of[u], []).append(j)
         groups_list = [cols for cols in groups.values() if len(cols) > 1]
         kind = inst.output_activation if v in outputs else "relu_d"
-        chunk = max(1, chunk_elements // (n_comb * p))
+        prune = None
+        if inst.ell is not None and prune_by_ell and v in outputs:
+            done_outputs = [u for u in arch.outputs if u in new_frontier and step_of[u] <= t]
+            prune = (
+                [new_frontier.index(u) for u in done_outputs],
+                [arch.outputs.index(u) for u in done_outputs],
+            )
+        # a chunk of parents yields at most chunk * n_comb candidates: cap that by the limit
+        per_chunk = max(n_comb, max_states // 16)
+        chunk = max(1, min(chunk_elements // (n_comb * p), per_chunk // n_comb))
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        held = 0
         for s0 in range(0, states.shape[0], chunk):
             block = states[s0 : s0 + chunk]
             c = block.shape[0]
+            candidates_evaluated += c * n_comb
             parents = np.stack(
                 [
                     np.broadcast_to(constant[u], (c, p))
@@ -233,32 +275,46 @@ def solve_signature_dp(
             else:
                 cand = states[parent_idx][:, kept]
             _, first = np.unique(_state_keys(cand, groups_list), return_index=True)
-            parts.append((cand[first], parent_idx[first], combo_idx[first]))
-        cand = np.concatenate([q[0] for q in parts])
-        parent_idx = np.concatenate([q[1] for q in parts])
-        combo_idx = np.concatenate([q[2] for q in parts])
-        if len(parts) > 1:
-            _, first = np.unique(_state_keys(cand, groups_list), return_index=True)
             cand, parent_idx, combo_idx = cand[first], parent_idx[first], combo_idx[first]
-        if inst.ell is not None and prune_by_ell and v in outputs:
-            done_outputs = [u for u in arch.outputs if u in new_frontier and step_of[u] <= t]
-            cols = [new_frontier.index(u) for u in done_outputs]
-            positions = [arch.outputs.index(u) for u in done_outputs]
-            partial = pair_errors(cand[:, cols], data, positions)
-            alive = partial <= inst.ell
-            cand, parent_idx, combo_idx = cand[alive], parent_idx[alive], combo_idx[alive]
+            if prune is not None:
+                alive = pair_errors(cand[:, prune[0]], data, prune[1]) <= inst.ell
+                cand, parent_idx, combo_idx = cand[alive], parent_idx[alive], combo_idx[alive]
+            parts.append((cand, parent_idx, combo_idx))
+            held += cand.shape[0]
+            peak_held = max(peak_held, held)
+            if held > max_states and len(parts) > 1:
+                parts = [_merge(parts, groups_list)]
+                held = parts[0][0].shape[0]
+            if held > max_states:
+                status = "state_limit"
+                break
+            if out_of_time():
+                status = "time_limit"
+                break
+        if status is not None:
+            max_seen = max(max_seen, held)
+            break
+        if len(parts) > 1:
+            parts = [_merge(parts, groups_list)]
+        if parts:
+            cand, parent_idx, combo_idx = parts[0]
+        else:  # no parent state: nothing to expand
+            cand = np.zeros((0, len(new_frontier), p), dtype=np.int8)
+            parent_idx = combo_idx = np.zeros(0, dtype=np.int64)
         states, frontier = cand, new_frontier
         trace.append((parent_idx, combo_idx, grid))
+        table_sizes.append(int(states.shape[0]))
         max_seen = max(max_seen, states.shape[0])
-        if states.shape[0] > max_states:
-            status = "state_limit"
-            break
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            status = "time_limit"
+        if states.shape[0] == 0:
             break
     stats = {
         "distinct_inputs": p,
         "max_states": int(max_seen),
+        "peak_states": int(peak_held),
+        "states": table_sizes,
+        "states_total": int(sum(table_sizes)),
+        "candidates": int(candidates_evaluated),
+        "signature_values": int(candidates_evaluated) * p,
         "seconds": time.perf_counter() - start,
     }
     if status is not None:
@@ -290,7 +346,8 @@ def solve_cpsat(
     per distinct input a pre-activation with AddMultiplicationEquality for products of two
     variables and AddMax/AddMin equalities for ReLU_d; minimise the weighted error."""
     _check_instance(inst)
-    _check_time_limit(time_limit)
+    time_limit = _check_time_limit(time_limit)
+    workers = V.check_int(workers, "workers", low=1)
     try:
         from ortools.sat.python import cp_model
     except ImportError as exc:  # optional dependency
