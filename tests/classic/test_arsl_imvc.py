@@ -5,13 +5,20 @@ from threadpoolctl import threadpool_limits
 from iclr26.claims import run_claim
 from iclr26.classic.arsl_imvc import (
     ARSLIMVC,
+    BestSingleView,
+    IncompleteGraphFusion,
+    MeanImputeConcatKMeans,
     clustering_acc,
+    cross_view_ridge,
     hsic_linear,
+    make_latent_views,
     make_missing_views,
+    mean_impute,
     multiview_digits,
     norm21,
     procrustes,
     purity,
+    recovery_error,
     shrink21,
     tensor_nuclear_norm,
     tsvt,
@@ -76,17 +83,19 @@ def test_procrustes_orthonormal_and_optimal():
 
 def test_e1_update_solves_stationarity():
     rng = np.random.default_rng(3)
-    n, mu, lam2 = 25, 0.7, 5.0
+    n, mu, lam2, lam3 = 25, 0.7, 5.0, 0.4
     E1 = [rng.normal(size=(4, n)), rng.normal(size=(3, n)), rng.normal(size=(5, n))]
     A = rng.normal(size=(3, n))
-    E = ARSLIMVC._update_e1(E1, 1, A, mu, lam2, n)
+    E = ARSLIMVC._update_e1(E1, 1, A, mu, lam2, lam3, n)
     C = np.eye(n) - np.ones((n, n)) / n
     M = C @ (E1[0].T @ E1[0] + E1[2].T @ E1[2]) @ C
-    grad = 2 * lam2 * E @ M / (n - 1) ** 2 + mu * (E - A)
+    grad = 2 * lam2 * E @ M / (n - 1) ** 2 + lam3 * E + mu * (E - A)
     assert np.abs(grad).max() < 1e-8
     # the gradient matches the HSIC definition (finite differences)
     f = lambda X: (
-        lam2 * (hsic_linear(X, E1[0]) + hsic_linear(X, E1[2])) + mu / 2 * np.sum((X - A) ** 2)
+        lam2 * (hsic_linear(X, E1[0]) + hsic_linear(X, E1[2]))
+        + lam3 / 2 * np.sum(X**2)
+        + mu / 2 * np.sum((X - A) ** 2)
     )
     D = rng.normal(size=E.shape)
     h = 1e-6
@@ -140,7 +149,80 @@ def test_metrics():
     assert purity(y, np.zeros(6, dtype=int)) == pytest.approx(1 / 3)
 
 
-@pytest.mark.parametrize("name", ["beats-imvc-baselines", "missing-rate-robustness"])
+def _premise(n=90, standardise=False):
+    truth, y = make_latent_views(n, 3, random_state=0)
+    views, mask = make_missing_views(truth, 0.3, y=y, random_state=0)
+    if standardise:
+        stats = [(t[mask[:, v]].mean(0), t[mask[:, v]].std(0)) for v, t in enumerate(truth)]
+        truth = [(t - m) / s for t, (m, s) in zip(truth, stats)]
+        views = [np.where(mask[:, [v]], t, np.nan) for v, t in enumerate(truth)]
+    return truth, views, mask
+
+
+@pytest.mark.parametrize("standardise", [False, True])
+def test_view_recovery_on_the_models_premise(standardise):
+    """Views that are orthonormal maps of one latent: the recovered missing rows are far better
+    than mean imputation (the literal objective, lambda3 = 0, is not) and near a ridge fit."""
+    truth, views, mask = _premise(standardise=standardise)
+    with threadpool_limits(1):
+        model = ARSLIMVC(3, latent_dim=5, max_iter=60, random_state=0).fit(views)
+        literal = ARSLIMVC(3, latent_dim=5, max_iter=60, lambda3=0.0, random_state=0).fit(views)
+    assert recovery_error(mean_impute(views), truth, mask) == pytest.approx(1.0)
+    ridge = recovery_error(cross_view_ridge(views), truth, mask)
+    error = recovery_error(model.recovered_views_, truth, mask)
+    assert ridge < 0.01
+    assert error < 0.1 and error < ridge + 0.05
+    assert recovery_error(literal.recovered_views_, truth, mask) > 0.3
+
+
+def test_hyperparameters_are_refused_not_capped():
+    views, _ = subspace_views()
+    with pytest.raises(TypeError, match="n_clusters"):
+        ARSLIMVC(n_clusters=2.5).fit(views)
+    with pytest.raises(ValueError, match="latent_dim"):
+        ARSLIMVC(n_clusters=3, latent_dim=11).fit(views)  # views have 10 and 15 columns
+    with pytest.raises(ValueError, match="lambda3"):
+        ARSLIMVC(n_clusters=3, latent_dim=5, lambda3=float("nan")).fit(views)
+    with pytest.raises(ValueError, match="rho"):
+        ARSLIMVC(n_clusters=3, latent_dim=5, rho=0.5).fit(views)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        ARSLIMVC(3, latent_dim=2, max_iter=3),
+        MeanImputeConcatKMeans(3),
+        BestSingleView(3),
+        IncompleteGraphFusion(3),
+    ],
+)
+def test_sklearn_contract(estimator):
+    """clone, parameters and the API checks of scikit-learn hold; check_estimator's data checks
+    are skipped because the tags declare that fit takes no 2-D array (a list of views)."""
+    from sklearn.base import clone, is_clusterer
+    from sklearn.utils import estimator_checks as checks
+
+    assert is_clusterer(estimator)
+    twin = clone(estimator)
+    assert twin.get_params() == estimator.get_params() and twin is not estimator
+    tags = estimator.__sklearn_tags__()
+    assert not tags.input_tags.two_d_array and tags.input_tags.allow_nan
+    views, y = subspace_views()
+    labels = clone(estimator).fit_predict(views)
+    assert labels.shape == y.shape and len(set(labels)) <= 3
+    name = type(estimator).__name__
+    checks.check_get_params_invariance(name, clone(estimator))
+    checks.check_no_attributes_set_in_init(name, clone(estimator))
+    checks.check_parameters_default_constructible(name, clone(estimator))
+    checks.check_estimator_repr(name, clone(estimator))
+    results = checks.check_estimator(clone(estimator), on_fail=None, on_skip=None)
+    assert [r["check_name"] for r in results if r["status"] == "failed"] == []
+    assert {r["check_name"] for r in results} == {"check_estimator_cloneable"}
+
+
+@pytest.mark.parametrize(
+    "name", ["beats-imvc-baselines", "missing-rate-robustness", "view-recovery"]
+)
 def test_claims_smoke(name, tmp_path):
     rec = run_claim("arsl_imvc", name, "smoke", out_dir=tmp_path)
     assert rec["verdict"] != "error", rec["traceback"]

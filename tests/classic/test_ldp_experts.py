@@ -250,3 +250,24 @@ def test_claims_smoke(name, tmp_path):
     assert rec["verdict"] != "error", rec["traceback"]
     assert rec["metrics"]
     assert rec["figures"]
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, float("nan")])
+def test_gains_outside_the_unit_interval_are_refused_wherever_they_enter(bad):
+    """The sensitivities (1 per coordinate, sqrt(n) per vector) hold only for gains in [0, 1]:
+    a gain outside it would make the stated mu-GDP level false, so every entry refuses it."""
+    gains = np.full((4, 3), 0.5)
+    gains[2, 1] = bad
+    entries = [
+        lambda: gaussian_ldp_report(gains, 1.0, "coordinate"),
+        lambda: gaussian_ldp_report(gains[2], 1.0, "vector"),
+        lambda: LDPReportStream(gains, 1.0, "coordinate"),
+        lambda: run_online(RWFTPL(1.0, "coordinate"), gains),
+        lambda: CentralDPHedge(1.0, "coordinate").play_central(gains),
+        lambda: HospitalSelectionEnv(panel=gains),
+    ]
+    for entry in entries:
+        with pytest.raises(ValueError, match=r"^(g|gains|panel) "):
+            entry()
+    # the boundary values themselves are valid gains
+    assert gaussian_ldp_report(np.array([0.0, 1.0]), 1.0, "coordinate", rng=0).shape == (2,)

@@ -25,6 +25,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
+from iclr26 import validation as V
+
 ANGLE_RANGE = (-90.0, 90.0)
 N_INITIAL = 4
 N_SPREAD_DRAWS = 50
@@ -160,10 +162,9 @@ def bo_angle(
     GP fitted to all evaluations. ``surrogate="sklearn"`` computes the same GP with
     scikit-learn's ``GaussianProcessRegressor`` (slower, identical up to rounding).
     """
-    if int(n_evals) < 1:
-        raise ValueError(f"n_evals must be >= 1, got {n_evals}")
-    if surrogate not in SURROGATES:
-        raise ValueError(f"surrogate must be one of {tuple(SURROGATES)}, got {surrogate!r}")
+    objective = _checked_objective(objective)
+    n_evals = V.check_int(n_evals, "n_evals", low=1)
+    V.check_choice(surrogate, "surrogate", tuple(SURROGATES))
     model = SURROGATES[surrogate]
     rng = np.random.default_rng(seed)
     x = spread_initial_angles(rng)
@@ -182,8 +183,11 @@ def bo_angle(
 def golden_angle(objective: Objective, n_evals: int, bounds=ANGLE_RANGE) -> float:
     """Angle minimising ``objective`` by golden-section search with ``n_evals`` evaluations
     (the paper's "CDA-Fibonacci" variant); returns the best evaluated angle."""
-    if int(n_evals) < 2:
-        raise ValueError(f"golden-section search needs n_evals >= 2, got {n_evals}")
+    objective = _checked_objective(objective)
+    V.check_int(n_evals, "n_evals", low=2)
+    bounds = V.check_array(bounds, "bounds", shape=(2,), dtype=np.float64)
+    if not bounds[0] < bounds[1]:
+        raise ValueError(f"bounds must be (low, high) with low < high, got {tuple(bounds)}")
     inv_phi = (np.sqrt(5.0) - 1.0) / 2.0
     lo, hi = float(bounds[0]), float(bounds[1])
     a, b = hi - inv_phi * (hi - lo), lo + inv_phi * (hi - lo)
@@ -201,3 +205,15 @@ def golden_angle(objective: Objective, n_evals: int, bounds=ANGLE_RANGE) -> floa
             fb = objective(b)
             best = min(best, (fb, b))
     return float(best[1])
+
+
+def _checked_objective(objective: Objective) -> Objective:
+    """The objective, refusing a non-finite value (a NaN would poison the surrogate)."""
+    if not callable(objective):
+        raise TypeError(f"objective must be callable, got {type(objective).__name__}")
+
+    def checked(theta: float) -> float:
+        value = objective(theta)
+        return V.check_scalar(value, f"objective({theta:.3g})")
+
+    return checked

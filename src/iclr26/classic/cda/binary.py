@@ -16,9 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.classic.cda.angle_search import ANGLE_RANGE, bo_angle, golden_angle
 from iclr26.classic.cda.cut import cv_cut_batch, fold_masks
-from iclr26.classic.cda.geometry import Space, orthonormal_partner, unit_centroid, update_weights
+from iclr26.classic.cda.geometry import (
+    KernelSpace,
+    LinearSpace,
+    Space,
+    orthonormal_partner,
+    unit_centroid,
+    update_weights,
+)
 
 REFINE_EVALS = (10, 20, 30)
 
@@ -68,6 +76,8 @@ class BinaryCDA:
     p_value: float
     finalization: str
     ps_trace: np.ndarray
+    n_projections: int = 0
+    n_scored: int = 0
 
 
 class _Trainer:
@@ -78,10 +88,13 @@ class _Trainer:
         self.seed = seed
         self.masks = fold_masks(self.y, n_folds, np.random.default_rng([seed, 0]))
         self.angle_search = angle_search
+        self.n_scored = 0  # candidate projections scored: a load-free count of the cut work
 
     def score(self, projections: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cross-validated (ps, oop) of one (N,) or several (A, N) projections."""
-        return cv_cut_batch(np.atleast_2d(projections), self.y, self.masks)
+        projections = np.atleast_2d(projections)
+        self.n_scored += projections.shape[0]
+        return cv_cut_batch(projections, self.y, self.masks)
 
     def candidate(self, plane: Plane, theta: float) -> Candidate:
         Q = plane.projections(theta)
@@ -99,6 +112,25 @@ class _Trainer:
         return self.candidate(plane, theta)
 
 
+class _CountingSpace:
+    """A space that counts its products with the data (``project``: O(NM) linear, O(N^2)
+    kernel), the load-free measure of CDA's per-iteration cost."""
+
+    def __init__(self, space: Space):
+        self.space = space
+        self.n_projections = 0
+
+    def direction(self, weights: np.ndarray) -> np.ndarray:
+        return self.space.direction(weights)
+
+    def project(self, direction: np.ndarray) -> np.ndarray:
+        self.n_projections += 1
+        return self.space.project(direction)
+
+    def inner(self, a: np.ndarray, a_projection: np.ndarray, b: np.ndarray) -> float:
+        return self.space.inner(a, a_projection, b)
+
+
 def fit_binary(
     space: Space,
     y: np.ndarray,
@@ -111,12 +143,21 @@ def fit_binary(
     angle_search: str = "bo",
     seed: int = 0,
 ) -> BinaryCDA:
-    """Train binary CDA on the samples of ``space`` with labels ``y`` (1 = positive)."""
-    y = np.asarray(y)
-    if y.ndim != 1 or not np.isin(y, (0, 1)).all() or np.unique(y).size != 2:
+    """Train binary CDA on the samples of ``space`` (a :class:`LinearSpace` or
+    :class:`KernelSpace`) with labels ``y`` (1 = positive)."""
+    V.check_module_attrs(space, "space", ("direction", "project", "inner"))
+    n_samples = _space_size(space)
+    y = V.check_array(y, "y", ndim=1, dtype=None, n_rows=n_samples)
+    if y.dtype.kind not in "biuf" or not np.isin(y, (0, 1)).all() or np.unique(y).size != 2:
         raise ValueError("y must be 1-D, binary (0/1 or bool) and contain both classes")
-    if angle_search not in ("bo", "golden"):
-        raise ValueError(f"angle_search must be 'bo' or 'golden', got {angle_search!r}")
+    V.check_int(max_iter, "max_iter", low=0)
+    V.check_scalar(cv_threshold, "cv_threshold", low=0.0)
+    V.check_int(ps_trace_length, "ps_trace_length", low=2)
+    V.check_int(n_null, "n_null", low=0)
+    V.check_int(n_folds, "n_folds", low=2)
+    V.check_choice(angle_search, "angle_search", ("bo", "golden"))
+    V.check_int(seed, "seed", low=0)
+    space = _CountingSpace(space)
     trainer = _Trainer(y, n_folds, angle_search, seed)
     alpha = np.full(trainer.y.size, 1.0 / np.sqrt(trainer.y.size))
     d, Q = unit_centroid(space, trainer.y, alpha)
@@ -158,7 +199,18 @@ def fit_binary(
         p_value=p_value,
         finalization=how,
         ps_trace=np.asarray(trace),
+        n_projections=space.n_projections,
+        n_scored=trainer.n_scored,
     )
+
+
+def _space_size(space) -> int | None:
+    """Number of training samples of a known space (None for a user-supplied one)."""
+    if isinstance(space, LinearSpace):
+        return space.X.shape[0]
+    if isinstance(space, KernelSpace):
+        return space.gram.shape[0]
+    return None
 
 
 def _finalise(

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 # Elements per batch of (angles x folds x samples) arrays; bounds the memory of a batched search.
 _BATCH_ELEMENTS = 2_000_000
 
@@ -28,7 +30,17 @@ def performance_score(tp, tn, fp, fn) -> np.ndarray:
     the class has no hit (F1 = 2 TP / (2 TP + FP + FN), with 0/0 read as 0); in the AC score a
     rate is 0 for an empty class and AC is 0 when both rates are 0.
     """
-    tp, tn, fp, fn = (np.asarray(a, dtype=float) for a in (tp, tn, fp, fn))
+    tp, tn, fp, fn = (
+        V.check_array(a, name, dtype=np.float64, low=0.0)
+        for a, name in ((tp, "tp"), (tn, "tn"), (fp, "fp"), (fn, "fn"))
+    )
+    try:
+        np.broadcast_shapes(tp.shape, tn.shape, fp.shape, fn.shape)
+    except ValueError:
+        raise ValueError(
+            f"tp, tn, fp and fn must broadcast together, got shapes {tp.shape}, {tn.shape}, "
+            f"{fp.shape} and {fn.shape}"
+        ) from None
     return _score(tp, tn, fp, fn, tp + fn, tn + fp)
 
 
@@ -61,7 +73,13 @@ def fold_masks(y: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndar
     Plain (stratification-free) random folds as in the reference; stratified when a class has
     fewer than ``n_folds`` members, so that no training part loses a whole class needlessly.
     """
-    y = np.asarray(y, dtype=bool)
+    y = V.check_array(y, "y", ndim=1, dtype=None)
+    if not np.isin(y, (0, 1)).all():
+        raise ValueError("y must be binary with values 0 (negative) and 1 (positive)")
+    y = y.astype(bool)
+    n_folds = V.check_int(n_folds, "n_folds", low=1)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     n = y.size
     n_folds = int(min(n_folds, n))
     if n_folds < 2:
@@ -91,6 +109,10 @@ def cv_cut(
     Q, y = _check_projection(Q, y)
     if masks is None:
         masks = fold_masks(y, n_folds, np.random.default_rng(seed))
+    else:
+        masks = V.check_array(masks, "masks", ndim=2, dtype=None)
+        if masks.dtype != bool or masks.shape[1] != y.size:
+            raise ValueError(f"masks must be a boolean (K, {y.size}) array, got {masks.shape}")
     ps, oop = cv_cut_batch(Q[None, :], y, masks)
     return float(ps[0]), float(oop[0])
 
@@ -108,14 +130,8 @@ def cv_cut_batch(Q: np.ndarray, y: np.ndarray, masks: np.ndarray) -> tuple[np.nd
 
 
 def _check_projection(Q: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    Q = np.asarray(Q, dtype=float)
-    y = np.asarray(y)
-    if Q.ndim != 1 or y.shape != Q.shape:
-        raise ValueError(f"Q and y must be 1-D of equal length; got {Q.shape} and {y.shape}")
-    if Q.size < 2:
-        raise ValueError("at least 2 samples are needed to place a cut")
-    if not np.all(np.isfinite(Q)):
-        raise ValueError("projections contain NaN or infinity")
+    Q = V.check_array(Q, "Q", ndim=1, dtype=np.float64, min_rows=2)
+    y = V.check_array(y, "y", ndim=1, dtype=None, n_rows=Q.shape[0])
     if not np.isin(y, (0, 1)).all():
         raise ValueError("y must be binary with values 0 (negative) and 1 (positive)")
     return Q, y.astype(bool)

@@ -3,18 +3,21 @@
 Binary problems train one CDA; K > 2 classes train one CDA per class pair and decode with
 one-vs-one ECOC. ``kernel="rbf"`` trains kernel CDA in the RKHS of a Gaussian kernel whose
 bandwidth is ``sqrt(kernel_c)`` times the median pairwise distance of each pair's samples.
+``predict_proba`` is a temperature-scaled logistic/softmax of the decision function, the
+temperature fitted by maximum likelihood on the training samples.
 """
 
 from __future__ import annotations
 
-from numbers import Integral, Real
-
 import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from iclr26 import validation as V
 from iclr26.classic.cda.binary import fit_binary
 from iclr26.classic.cda.ecoc import coding_matrix, hinge_loss, ovo_pairs
 from iclr26.classic.cda.geometry import KernelSpace, LinearSpace
@@ -45,6 +48,28 @@ class CDAClassifier(ClassifierMixin, BaseEstimator):
         indices of the training samples they weigh (rbf kernel only).
     n_iter_, ps_, p_value_ : (P,) iterations run, cross-validated training performance score,
         and null-model p-value of each pair's model.
+    n_projections_, n_scored_ : (P,) load-free work counts of each pair's training: products of
+        the data with a direction (O(NM) each, O(N^2) for the kernel) and candidate projections
+        scored by the cut search (O(K N log N) each, K folds).
+    temperature_ : float, the scale s of ``predict_proba`` (see there).
+
+    Probabilities
+    -------------
+    ``predict_proba`` is calibrated by temperature scaling (Platt scaling without an intercept):
+    binary p(classes_[1] | x) = sigmoid(s f(x) / c), K > 2 p = softmax(s D(x) / c) with D the
+    decision function (minus the ECOC hinge loss of each class) and c its standard deviation on
+    the training set; s > 0 maximises the training log-likelihood (bounded search over
+    [1e-3, 1e3]). A monotone map of the decision, so ``argmax predict_proba`` equals
+    ``predict`` and ROC rankings are unchanged. It is fitted on the training samples, so a
+    model that overfits them gets over-confident probabilities; for held-out calibration wrap
+    it in ``sklearn.calibration.CalibratedClassifierCV``.
+
+    Input checks follow scikit-learn (``validate_data``: finite, 2-D, non-empty, numeric;
+    hyperparameters checked in ``fit`` through :mod:`iclr26.validation`). A class pair whose
+    centroids coincide (for example a constant feature matrix) has no centroid direction: fit
+    raises ``ValueError`` naming X.
+
+    ``sklearn.utils.estimator_checks.check_estimator`` passes in full (tested).
     """
 
     def __init__(
@@ -70,21 +95,23 @@ class CDAClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        choices = {"kernel": ("linear", "rbf"), "angle_search": ("bo", "golden")}
-        for name, valid in choices.items():
-            if getattr(self, name) not in valid:
-                raise ValueError(f"{name} must be one of {valid}, got {getattr(self, name)!r}")
-        minimum = {"max_iter": 0, "n_null": 0, "n_folds": 2, "ps_trace_length": 2}
-        for name, low in minimum.items():
-            value = getattr(self, name)
-            if not isinstance(value, Integral) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        for name, strict in (("cv_threshold", False), ("kernel_c", True)):
-            value = getattr(self, name)
-            if not isinstance(value, Real) or not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-            if strict and value == 0:
-                raise ValueError(f"{name} must be > 0")
+        V.check_choice(self.kernel, "kernel", ("linear", "rbf"))
+        V.check_choice(self.angle_search, "angle_search", ("bo", "golden"))
+        V.check_int(self.max_iter, "max_iter", low=0)
+        V.check_int(self.n_null, "n_null", low=0)
+        V.check_int(self.n_folds, "n_folds", low=2)
+        V.check_int(self.ps_trace_length, "ps_trace_length", low=2)
+        V.check_scalar(self.cv_threshold, "cv_threshold", low=0.0)
+        V.check_scalar(self.kernel_c, "kernel_c", low=0.0, low_open=True)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        tags.classifier_tags.multi_class = True
+        tags.classifier_tags.multi_label = False
+        tags.non_deterministic = False
+        return tags
 
     def fit(self, X, y):
         """Train one binary CDA per class pair (one for two classes)."""
@@ -104,6 +131,7 @@ class CDAClassifier(ClassifierMixin, BaseEstimator):
         for p, (i, j) in enumerate(self.pairs_):
             support = np.flatnonzero((y_index == i) | (y_index == j))
             X_pair, y_pair = X[support], y_index[support] == j
+            _check_pair(X_pair, y_pair, self.classes_[i], self.classes_[j], self.kernel)
             if self.kernel == "linear":
                 space = LinearSpace(X_pair)
             else:
@@ -138,7 +166,50 @@ class CDAClassifier(ClassifierMixin, BaseEstimator):
         self.ps_ = np.array([m.ps for m in models])
         self.p_value_ = np.array([m.p_value for m in models])
         self.finalization_ = [m.finalization for m in models]
+        self.n_projections_ = np.array([m.n_projections for m in models])
+        self.n_scored_ = np.array([m.n_scored for m in models])
+        self.temperature_ = 1.0
+        self.decision_scale_ = 1.0
+        self._fit_temperature(X, y_index)
         return self
+
+    def _fit_temperature(self, X: np.ndarray, y_index: np.ndarray) -> None:
+        """Maximum-likelihood temperature of ``predict_proba`` on the training samples."""
+        decision = self.decision_function(X)
+        spread = float(np.std(decision))
+        self.decision_scale_ = spread if spread > 0 else 1.0
+        z = decision / self.decision_scale_
+        if self.classes_.size == 2:
+            sign = np.where(y_index == 1, 1.0, -1.0)
+
+            def nll(log_s: float) -> float:
+                return -float(np.sum(log_expit(sign * np.exp(log_s) * z)))
+        else:
+            rows = np.arange(y_index.size)
+
+            def nll(log_s: float) -> float:
+                return -float(np.sum(log_softmax(np.exp(log_s) * z, axis=1)[rows, y_index]))
+
+        found = minimize_scalar(nll, bounds=(np.log(1e-3), np.log(1e3)), method="bounded")
+        self.temperature_ = float(np.exp(found.x))
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, shape (n, K): temperature-scaled logistic (binary) or softmax
+        (K > 2) of the decision function; see the class docstring for the calibration."""
+        check_is_fitted(self, "temperature_")
+        z = self.temperature_ * self.decision_function(X) / self.decision_scale_
+        if self.classes_.size == 2:
+            positive = expit(z)
+            return np.column_stack([1.0 - positive, positive])
+        return softmax(z, axis=1)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`, computed stably."""
+        check_is_fitted(self, "temperature_")
+        z = self.temperature_ * self.decision_function(X) / self.decision_scale_
+        if self.classes_.size == 2:
+            return np.column_stack([log_expit(-z), log_expit(z)])
+        return log_softmax(z, axis=1)
 
     def pair_scores(self, X) -> np.ndarray:
         """f_p(x) = <direction_p, phi(x)> - oop_p for every class pair; shape (n, P)."""
@@ -167,3 +238,22 @@ class CDAClassifier(ClassifierMixin, BaseEstimator):
         if self.classes_.size == 2:
             return self.classes_[(decision >= 0).astype(int)]
         return self.classes_[np.argmax(decision, axis=1)]
+
+
+def _check_pair(X: np.ndarray, positive: np.ndarray, neg_label, pos_label, kernel: str) -> None:
+    """Refuse a class pair without a centroid direction: constant samples (both kernels), or
+    coinciding class centroids (linear CDA; in the RKHS the centroids may still differ)."""
+    if np.all(np.ptp(X, axis=0) == 0):
+        raise ValueError(
+            f"X is constant over classes {neg_label!r} and {pos_label!r} (every feature has "
+            "zero variance): CDA's centroid direction is undefined"
+        )
+    if kernel != "linear":
+        return
+    difference = X[positive].mean(axis=0) - X[~positive].mean(axis=0)
+    scale = max(float(np.abs(X).max()), 1.0)
+    if not np.abs(difference).max() > 1e-12 * scale:
+        raise ValueError(
+            f"X: the centroids of classes {neg_label!r} and {pos_label!r} coincide, so "
+            "CDA's centroid direction is undefined"
+        )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 def gda_lda_decomposition(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(w_CDB0, C) with the Fisher-LDA direction proportional to (I + C) w_CDB0.
@@ -19,12 +21,8 @@ def gda_lda_decomposition(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.
     w_CDB0 points from the centroid of the smaller label to that of the larger. A singular
     scatter is inverted by pseudo-inverse (the minimum-norm LDA direction).
     """
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError("X must be (N, M) and y of length N")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinity")
+    X = V.check_array(X, "X", ndim=2, dtype=np.float64)
+    y = V.check_array(y, "y", ndim=1, dtype=None, n_rows=X.shape[0])
     classes = np.unique(y)
     if classes.size != 2:
         raise ValueError(f"gda_lda_decomposition needs exactly 2 classes, got {classes.size}")
@@ -33,7 +31,7 @@ def gda_lda_decomposition(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.
     difference = mu_pos - mu_neg
     norm = np.linalg.norm(difference)
     if norm == 0:
-        raise ValueError("the two class centroids coincide; CDB0 is undefined")
+        raise ValueError("X: the two class centroids coincide; CDB0 is undefined")
     centred = np.where(positive[:, None], X - mu_pos, X - mu_neg)
     scatter = centred.T @ centred
     scale = np.trace(scatter) / X.shape[1]

@@ -17,6 +17,8 @@ from typing import Protocol
 
 import numpy as np
 
+from iclr26 import validation as V
+
 # Squared norm below which the orthogonal part of the new centroid direction is treated as 0.
 _PARALLEL_TOL = 1e-12
 
@@ -37,11 +39,11 @@ def soft_centroid_direction(X: np.ndarray, y: np.ndarray, alpha: np.ndarray) -> 
 
     With uniform ``alpha`` this is CDB0, the nearest-centroid direction.
     """
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y)
-    alpha = np.asarray(alpha, dtype=float)
-    if X.ndim != 2 or y.shape != (X.shape[0],) or alpha.shape != y.shape:
-        raise ValueError("X must be (N, M) with y and alpha of length N")
+    X = V.check_array(X, "X", ndim=2, dtype=np.float64)
+    y = V.check_array(y, "y", ndim=1, dtype=None, n_rows=X.shape[0])
+    if not np.isin(y, (0, 1)).all():
+        raise ValueError("y must be binary with values 0 (negative) and 1 (positive)")
+    alpha = V.check_array(alpha, "alpha", ndim=1, dtype=np.float64, n_rows=X.shape[0], low=0.0)
     v = X.T @ centroid_weights(y, alpha)
     norm = np.linalg.norm(v)
     if norm == 0:
@@ -55,10 +57,10 @@ def rotation_plane(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
     Sign convention: the result has a positive inner product with ``v2``, so a positive angle
     rotates ``v1`` towards ``v2``.
     """
-    v1 = np.asarray(v1, dtype=float)
-    v2 = np.asarray(v2, dtype=float)
-    if v1.shape != v2.shape or v1.ndim != 1:
-        raise ValueError("v1 and v2 must be 1-D vectors of equal length")
+    v1 = V.check_array(v1, "v1", ndim=1, dtype=np.float64)
+    v2 = V.check_array(v2, "v2", ndim=1, dtype=np.float64, shape=v1.shape)
+    if not np.linalg.norm(v1) > 0:
+        raise ValueError("v1 must be a non-zero vector")
     v1 = v1 / np.linalg.norm(v1)
     orthogonal = v2 - (v1 @ v2) * v1
     norm = np.linalg.norm(orthogonal)
@@ -69,7 +71,9 @@ def rotation_plane(v1: np.ndarray, v2: np.ndarray) -> np.ndarray:
 
 def rotate(v1: np.ndarray, v2_orth: np.ndarray, theta_deg: float) -> np.ndarray:
     """cos(theta) v1 + sin(theta) v2_orth, theta in degrees (works for projections too)."""
-    theta = np.deg2rad(theta_deg)
+    v1 = V.check_array(v1, "v1", ndim=1, dtype=np.float64)
+    v2_orth = V.check_array(v2_orth, "v2_orth", ndim=1, dtype=np.float64, shape=v1.shape)
+    theta = np.deg2rad(V.check_scalar(theta_deg, "theta_deg"))
     return np.cos(theta) * v1 + np.sin(theta) * v2_orth
 
 
@@ -79,8 +83,10 @@ def update_weights(alpha: np.ndarray, Q1: np.ndarray, oop: float) -> np.ndarray:
     d = |Q1 - oop|, d1 = d / sum d, d2 = |d1 - min d1 - max d1|, alpha <- alpha d2 / ||alpha d2||:
     the sample nearest the boundary gets the largest factor, the farthest the smallest.
     """
-    alpha = np.asarray(alpha, dtype=float)
-    distance = np.abs(np.asarray(Q1, dtype=float) - oop)
+    alpha = V.check_array(alpha, "alpha", ndim=1, dtype=np.float64, low=0.0)
+    Q1 = V.check_array(Q1, "Q1", ndim=1, dtype=np.float64, n_rows=alpha.shape[0])
+    oop = V.check_scalar(oop, "oop")
+    distance = np.abs(Q1 - oop)
     total = distance.sum()
     if total == 0:
         return alpha
@@ -106,7 +112,7 @@ class LinearSpace:
     """Directions v in R^M; projections X v; Euclidean inner product."""
 
     def __init__(self, X: np.ndarray):
-        self.X = X
+        self.X = V.check_array(X, "X", ndim=2, dtype=np.float64)
 
     def direction(self, weights: np.ndarray) -> np.ndarray:
         return self.X.T @ weights
@@ -126,7 +132,7 @@ class KernelSpace:
     """
 
     def __init__(self, gram: np.ndarray):
-        self.gram = gram
+        self.gram = V.check_square(gram, "gram", dtype=np.float64)
 
     def direction(self, weights: np.ndarray) -> np.ndarray:
         return weights

@@ -5,7 +5,6 @@ Algorithm 2)."""
 from __future__ import annotations
 
 import math
-import time
 
 import matplotlib
 
@@ -34,6 +33,13 @@ from iclr26.classic.dt_active_learning.tasks import (  # noqa: E402
 SLUG = "dt_active_learning"
 
 
+def _cpu(ctx: Context, fn):
+    """Run ``fn`` once through ``ctx.timeit`` (threads pinned to one, process CPU time);
+    returns (its value, CPU seconds). The claims report load-free counts beside these times."""
+    timing = ctx.timeit(fn, repeat=1, warmup=0, threads=1)
+    return timing.value, timing.cpu_s
+
+
 def _slope(x, y) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
@@ -52,18 +58,22 @@ def disagreement_coefficient_claim(ctx: Context) -> Result:
     n_trees = ctx.pick(smoke=2, quick=20, full=20)
     line_ns = ctx.pick(smoke=(64, 128), quick=(64, 128, 256, 512), full=(64, 256, 1024))
     grid, reuse, line = {}, {}, {}
-    t0 = time.perf_counter()
+    grid_s, hypotheses_scored = 0.0, 0
     for i, w in enumerate(widths):
         cls = GridTreeClass(w)
         rng = np.random.default_rng(ctx.seed * 100 + w)
-        grid[w * w] = max(
-            disagreement_coefficient(cls, random_grid_tree(w, rng)) for _ in range(n_trees)
+        grid[w * w], seconds = _cpu(
+            ctx,
+            lambda cls=cls, rng=rng, w=w: max(
+                disagreement_coefficient(cls, random_grid_tree(w, rng)) for _ in range(n_trees)
+            ),
         )
+        grid_s += seconds
+        hypotheses_scored += n_trees * cls.size * (math.ceil(math.log2(w * w)) + 1)
         reuse[w * w] = disagreement_coefficient(
             GridTreeClass(w, allow_feature_reuse=True), (0, 0, 0, 0)
         )
         ctx.report((i + 1) / (len(widths) + len(line_ns)), f"grid w={w}")
-    grid_s = time.perf_counter() - t0
     for j, n in enumerate(line_ns):
         line[n] = disagreement_coefficient(line_pool_class(n), (0, 0, 0, 0))
         ctx.report((len(widths) + j + 1) / (len(widths) + len(line_ns)), f"line n={n}")
@@ -96,7 +106,8 @@ def disagreement_coefficient_claim(ctx: Context) -> Result:
             "line_slope": line_slope,
             "theta_feature_reuse": reuse,
             "feature_reuse_slope": reuse_slope,
-            "grid_seconds": grid_s,
+            "grid_cpu_seconds": grid_s,
+            "grid_hypotheses_in_balls": hypotheses_scored,
         },
         baseline={"line": line, "feature_reuse": reuse},
         required={
@@ -129,6 +140,7 @@ def polylog_label_complexity(ctx: Context) -> Result:
     eps, delta = 1.0, 0.1
     active, additive, passive = {}, {}, {}
     t_active = t_passive = 0.0
+    active_fits = passive_fits = 0
     for k, n in enumerate(sizes):
         tasks = []
         for s in range(seeds):
@@ -136,12 +148,15 @@ def polylog_label_complexity(ctx: Context) -> Result:
             opt, _ = optimal_error(StumpClass(n), y)
             tasks.append((X, y, opt))
         labels, ok, add_labels, add_ok = [], [], [], []
-        t0 = time.perf_counter()
-        for s, (X, y, opt) in enumerate(tasks):
-            al = StumpActiveLearner(n, eps, delta, random_state=s).fit(X, LabelOracle(y))
-            labels.append(al.n_labels_)
-            ok.append(_error(al, X, y) <= (1 + eps) * opt + 1e-12)
-        t_active += time.perf_counter() - t0
+
+        def run_active(tasks=tasks, n=n, labels=labels, ok=ok):
+            for s, (X, y, opt) in enumerate(tasks):
+                al = StumpActiveLearner(n, eps, delta, random_state=s).fit(X, LabelOracle(y))
+                labels.append(al.n_labels_)
+                ok.append(_error(al, X, y) <= (1 + eps) * opt + 1e-12)
+
+        t_active += _cpu(ctx, run_active)[1]
+        active_fits += len(tasks)
         for s, (X, y, opt) in enumerate(tasks):
             ad = AdditiveDisagreementLearner(StumpClass(n), 0.01, delta, random_state=s)
             ad.fit(X, LabelOracle(y))
@@ -152,23 +167,29 @@ def polylog_label_complexity(ctx: Context) -> Result:
             "median_labels": float(np.median(add_labels)),
             "multiplicative_success": float(np.mean(add_ok)),
         }
-        t0 = time.perf_counter()
-        m, found = 64, None
-        while m <= n:  # smallest doubling-grid m with >= 90% of seeds at err <= 2 OPT
-            wins, losses = 0, 0
-            for s, (X, y, opt) in enumerate(tasks):
-                fit = PassiveERM(StumpClass(n), m, random_state=s).fit(X, LabelOracle(y))
-                if _error(fit, X, y) <= (1 + eps) * opt + 1e-12:
-                    wins += 1
-                else:
-                    losses += 1
-                if losses > 0.1 * len(tasks):  # 90% can no longer be reached at this m
+
+        def passive_search(tasks=tasks, n=n):
+            m, found, fits = 64, None, 0
+            while m <= n:  # smallest doubling-grid m with >= 90% of seeds at err <= 2 OPT
+                wins, losses = 0, 0
+                for s, (X, y, opt) in enumerate(tasks):
+                    fit = PassiveERM(StumpClass(n), m, random_state=s).fit(X, LabelOracle(y))
+                    fits += 1
+                    if _error(fit, X, y) <= (1 + eps) * opt + 1e-12:
+                        wins += 1
+                    else:
+                        losses += 1
+                    if losses > 0.1 * len(tasks):  # 90% can no longer be reached at this m
+                        break
+                if wins >= 0.9 * len(tasks):
+                    found = m
                     break
-            if wins >= 0.9 * len(tasks):
-                found = m
-                break
-            m *= 2
-        t_passive += time.perf_counter() - t0
+                m *= 2
+            return found, fits
+
+        (found, fits), seconds = _cpu(ctx, passive_search)
+        t_passive += seconds
+        passive_fits += fits
         passive[n] = {"labels": float(found if found is not None else n)}
         ctx.report((k + 1) / len(sizes), f"n={n}")
     ns = list(sizes)
@@ -199,8 +220,10 @@ def polylog_label_complexity(ctx: Context) -> Result:
             "active_over_passive_at_largest_n": ratio,
             "passive_over_active_label_ratio": 1 / ratio,
             "theory_constants_round_size_at_largest_n": theory_round,
-            "active_seconds": t_active,
-            "passive_search_seconds": t_passive,
+            "active_cpu_seconds": t_active,
+            "active_fits": active_fits,
+            "passive_search_cpu_seconds": t_passive,
+            "passive_fits": passive_fits,
             "seeds": seeds,
         },
         baseline={"passive": passive, "additive": additive},
@@ -337,6 +360,7 @@ def tree_label_complexity(ctx: Context) -> Result:
     eps, delta = 1.0, 0.1
     active, passive = {}, {}
     t_active = t_passive = 0.0
+    active_fits = 0
     for k, w in enumerate(widths):
         cls = GridTreeClass(w)
         tasks = []
@@ -345,16 +369,21 @@ def tree_label_complexity(ctx: Context) -> Result:
             opt, _ = optimal_error(cls, y)
             tasks.append((X, y, opt))
         labels, ok = [], []
-        t0 = time.perf_counter()
-        for s, (X, y, opt) in enumerate(tasks):
-            al = MultiplicativeActiveLearner(cls, eps, delta, random_state=s)
-            al.fit(X, LabelOracle(y))
-            labels.append(al.n_labels_)
-            ok.append(_error(al, X, y) <= (1 + eps) * opt + 1e-12)
-        t_active += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        passive[w * w] = {"labels": _passive_labels(cls, tasks, eps)}
-        t_passive += time.perf_counter() - t0
+
+        def run_active(cls=cls, tasks=tasks, labels=labels, ok=ok):
+            for s, (X, y, opt) in enumerate(tasks):
+                al = MultiplicativeActiveLearner(cls, eps, delta, random_state=s)
+                al.fit(X, LabelOracle(y))
+                labels.append(al.n_labels_)
+                ok.append(_error(al, X, y) <= (1 + eps) * opt + 1e-12)
+
+        t_active += _cpu(ctx, run_active)[1]
+        active_fits += len(tasks)
+        passive_labels, seconds = _cpu(
+            ctx, lambda cls=cls, tasks=tasks: _passive_labels(cls, tasks, eps)
+        )
+        t_passive += seconds
+        passive[w * w] = {"labels": passive_labels}
         active[w * w] = {
             "median_labels": float(np.median(labels)),
             "labels_iqr": [float(np.percentile(labels, 25)), float(np.percentile(labels, 75))],
@@ -383,8 +412,10 @@ def tree_label_complexity(ctx: Context) -> Result:
             "active_over_passive_labels": {
                 n: active[n]["median_labels"] / passive[n]["labels"] for n in ns
             },
-            "active_seconds": t_active,
-            "passive_search_seconds": t_passive,
+            "active_cpu_seconds": t_active,
+            "active_fits": active_fits,
+            "passive_search_cpu_seconds": t_passive,
+            "hypotheses_per_fit": GridTreeClass(widths[-1]).size,
             "seeds": seeds,
         },
         baseline={"passive": passive},

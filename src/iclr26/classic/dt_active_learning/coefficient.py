@@ -9,9 +9,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
+_CLASS_API = ("weights", "predict_cells", "errors", "disagreement_region")
+
+
+def _check_class_and_center(cls, h_star) -> None:
+    V.check_module_attrs(cls, "cls", _CLASS_API)
+    index = V.check_array(h_star, "h_star", ndim=1, dtype=None)
+    if index.dtype.kind not in "iu" and not (
+        index.dtype.kind == "f" and np.all(np.mod(index, 1) == 0)
+    ):
+        raise TypeError(f"h_star must be an integer hypothesis index, got {tuple(index)}")
+    shape = getattr(cls, "shape", None)
+    if shape is not None and (
+        index.size != len(shape) or np.any(index < 0) or np.any(index >= np.asarray(shape))
+    ):
+        raise ValueError(f"h_star {tuple(index)} is not an index of the class's shape {shape}")
+
 
 def ball_disagreement(cls, h_star, r: float) -> np.ndarray:
     """DIS(B(h*, r)) as a boolean cell array (structured projection where the class has it)."""
+    _check_class_and_center(cls, h_star)
+    r = V.check_scalar(r, "r", low=0.0)
     if hasattr(cls, "ball_disagreement"):
         return cls.ball_disagreement(h_star, r)
     pred = cls.predict_cells(h_star)
@@ -21,6 +41,7 @@ def ball_disagreement(cls, h_star, r: float) -> np.ndarray:
 
 def disagreement_coefficient(cls, h_star, radii=None, return_curve: bool = False):
     """theta(h*) of hypothesis class ``cls`` at ``h_star`` (exact on the pool)."""
+    _check_class_and_center(cls, h_star)
     n = float(cls.weights.sum())
     if radii is None:
         radii = []
@@ -29,9 +50,9 @@ def disagreement_coefficient(cls, h_star, radii=None, return_curve: bool = False
             radii.append(r)
             r *= 2.0
         radii.append(1.0)
-    radii = np.asarray(radii, dtype=float)
-    if radii.size == 0 or radii.min() <= 0:
-        raise ValueError("radii must be positive")
+    radii = V.check_array(radii, "radii", ndim=1, dtype=np.float64)
+    if radii.min() <= 0:
+        raise ValueError(f"radii must be > 0, got a minimum of {radii.min():g}")
     masses = np.array(
         [float(np.sum(cls.weights * ball_disagreement(cls, h_star, r))) / n for r in radii]
     )

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 def _lexi_argmin(values: np.ndarray, mask: np.ndarray) -> tuple:
     """Index of the smallest value among ``mask`` (ties: lexicographically first)."""
@@ -37,9 +39,7 @@ class StumpClass:
     """
 
     def __init__(self, n: int):
-        if int(n) < 2:
-            raise ValueError("a stump pool needs at least two points")
-        self.n = int(n)
+        self.n = V.check_int(n, "n", low=2)
         self.shape = (2, self.n + 1)
         self.size = 2 * (self.n + 1)
         self.cell_shape = (self.n,)
@@ -109,15 +109,15 @@ class GridTreeClass:
         allow_feature_reuse: bool = False,
         weights: np.ndarray | None = None,
     ):
+        V.check_int(dim, "dim")
+        V.check_int(depth, "depth")
         if dim != 2 or depth != 2:
             raise ValueError(
-                "GridTreeClass implements depth-2 trees on 2-D grids; "
+                "dim and depth: GridTreeClass implements depth-2 trees on 2-D grids; "
                 "use EnumeratedClass for other (dim, depth)"
             )
-        if int(w) < 2:
-            raise ValueError("the grid needs w >= 2")
-        self.w = int(w)
-        self.allow_feature_reuse = bool(allow_feature_reuse)
+        self.w = V.check_int(w, "w", low=2)
+        self.allow_feature_reuse = V.check_bool(allow_feature_reuse, "allow_feature_reuse")
         self.k_other = 2 + 4 * (self.w - 1)
         self.k = self.k_other + (4 * (self.w - 1) if self.allow_feature_reuse else 0)
         self.shape = (2, self.w - 1, self.k, self.k)
@@ -125,9 +125,11 @@ class GridTreeClass:
         self.cell_shape = (self.w, self.w)
         if weights is None:
             weights = np.ones(self.cell_shape)
-        weights = np.asarray(weights, dtype=float)
-        if weights.shape != self.cell_shape or weights.min() < 0:
-            raise ValueError("weights must be a non-negative (w, w) array")
+        weights = V.check_array(
+            weights, "weights", shape=self.cell_shape, dtype=np.float64, low=0.0
+        )
+        if not weights.sum() > 0:
+            raise ValueError("weights must put positive mass on some cell")
         self.weights = weights
         self.vc_dim = 4 * (2 + math.log(2))  # 2^d (d + ln D), the paper's O(.) without constants
 
@@ -331,16 +333,25 @@ class EnumeratedClass:
     """
 
     def __init__(self, predictions: np.ndarray, weights: np.ndarray | None = None):
-        self.predictions = np.asarray(predictions, dtype=np.int8)
+        predictions = V.check_array(predictions, "predictions", ndim=2)
+        if not np.isin(predictions, (0, 1)).all():
+            raise ValueError("predictions must hold 0/1 labels")
+        self.predictions = predictions.astype(np.int8)
         self.shape = (self.predictions.shape[0],)
         self.size = self.shape[0]
         self.cell_shape = (self.predictions.shape[1],)
-        self.weights = np.ones(self.cell_shape) if weights is None else np.ravel(weights)
+        if weights is None:
+            self.weights = np.ones(self.cell_shape)
+        else:
+            self.weights = V.check_array(
+                np.ravel(weights), "weights", shape=self.cell_shape, dtype=np.float64, low=0.0
+            )
         self.vc_dim = math.log2(max(self.size, 2))
         self.index = None
 
     @classmethod
     def grid_trees(cls, w: int, allow_feature_reuse: bool = False) -> EnumeratedClass:
+        w = V.check_int(w, "w", low=2)
         k_other = 2 + 4 * (w - 1)
         k = k_other + (4 * (w - 1) if allow_feature_reuse else 0)
         x0, x1 = np.meshgrid(np.arange(w), np.arange(w), indexing="ij")

@@ -16,24 +16,23 @@ import math
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.classic.dt_active_learning.hypotheses import EnumeratedClass, GridTreeClass, StumpClass
 
 
 def _pool_cells(cls, X) -> np.ndarray:
     """Flat cell index of each pool point; the pool must fill ``cls.weights`` exactly."""
-    X = np.asarray(X)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}")
+    X = V.check_array(X, "X", ndim=2)
     if not np.all(np.equal(np.mod(X, 1), 0)):
-        raise ValueError("pool coordinates must be integers")
+        raise ValueError("X: pool coordinates must be integers")
     X = X.astype(int)
     if isinstance(cls, StumpClass):
         if X.shape[1] != 1:
-            raise ValueError("a stump pool has one feature")
+            raise ValueError(f"X: a stump pool has one feature, got {X.shape[1]}")
         cells = X[:, 0]
     elif isinstance(cls, GridTreeClass):
         if X.shape[1] != 2:
-            raise ValueError("a grid-tree pool has two features")
+            raise ValueError(f"X: a grid-tree pool has two features, got {X.shape[1]}")
         cells = X[:, 0] * cls.w + X[:, 1]
     elif isinstance(cls, EnumeratedClass):
         cells = X[:, 0]
@@ -41,9 +40,9 @@ def _pool_cells(cls, X) -> np.ndarray:
         raise TypeError(f"unsupported hypothesis class {type(cls).__name__}")
     n_cells = int(np.prod(cls.cell_shape))
     if cells.min() < 0 or cells.max() >= n_cells:
-        raise ValueError("pool coordinates outside the hypothesis class's grid")
+        raise ValueError("X: pool coordinates outside the hypothesis class's grid")
     if not np.array_equal(np.bincount(cells, minlength=n_cells), np.ravel(cls.weights)):
-        raise ValueError("the pool does not match the class's cell weights")
+        raise ValueError("X: the pool does not match the class's cell weights")
     return cells
 
 
@@ -52,7 +51,7 @@ class _LabelCache:
 
     def __init__(self, oracle, n: int):
         if not callable(oracle):
-            raise TypeError("oracle must be a callable idx -> labels")
+            raise TypeError(f"oracle must be a callable idx -> labels, got {type(oracle).__name__}")
         self.oracle = oracle
         self.labels = np.full(n, -1, dtype=np.int8)
         self.n_queries = 0
@@ -76,13 +75,14 @@ class _VersionSpaceLearner:
     """Shared machinery: rounds of sampling from DIS(H_i), ERM, elimination."""
 
     def __init__(self, hypotheses, delta: float = 0.1, c0: float = 64.0, random_state=None):
-        if not 0 < delta < 1:
-            raise ValueError("delta must be in (0, 1)")
-        if not c0 > 0:
-            raise ValueError("c0 must be positive")
+        if not isinstance(hypotheses, (StumpClass, GridTreeClass, EnumeratedClass)):
+            raise TypeError(
+                "hypotheses must be a StumpClass, GridTreeClass or EnumeratedClass, got "
+                f"{type(hypotheses).__name__}"
+            )
         self.hypotheses = hypotheses
-        self.delta = float(delta)
-        self.c0 = float(c0)
+        self.delta = V.check_probability(delta, "delta", open_low=True, open_high=True)
+        self.c0 = V.check_scalar(c0, "c0", low=0.0, low_open=True)
         self.random_state = random_state
 
     def _setup(self, X, oracle):
@@ -156,12 +156,14 @@ class _VersionSpaceLearner:
         if not hasattr(self, "best_"):
             raise ValueError("call fit first")
         cls = self.hypotheses
-        X = np.asarray(X)
+        X = V.check_array(X, "X", ndim=2)
         if isinstance(cls, GridTreeClass):
             return cls.predict(self.best_, X)
-        pos = np.asarray(X, dtype=int).reshape(X.shape[0], -1)[:, 0]
+        if X.shape[1] != 1 or not np.all(np.mod(X, 1) == 0):
+            raise ValueError(f"X must be an (m, 1) array of integer positions, got {X.shape}")
+        pos = X[:, 0].astype(int)
         if pos.min() < 0 or pos.max() >= np.ravel(cls.weights).size:
-            raise ValueError("points outside the pool")
+            raise ValueError("X: points outside the pool")
         return np.ravel(cls.predict_cells(self.best_))[pos]
 
 
@@ -191,13 +193,11 @@ class MultiplicativeActiveLearner(_VersionSpaceLearner):
         random_state=None,
     ):
         super().__init__(hypotheses, delta, c0, random_state)
-        if not epsilon > 0:
-            raise ValueError("epsilon must be positive")
-        if constants not in ("practical", "theory"):
-            raise ValueError("constants must be 'practical' or 'theory'")
-        if regime_test not in ("radius", "error"):
-            raise ValueError("regime_test must be 'radius' or 'error'")
-        self.epsilon = float(epsilon)
+        self.epsilon = V.check_scalar(epsilon, "epsilon", low=0.0, low_open=True)
+        V.check_choice(constants, "constants", ("practical", "theory"))
+        V.check_choice(regime_test, "regime_test", ("radius", "error"))
+        if not (isinstance(theta, str) and theta == "auto"):
+            V.check_scalar(theta, "theta", low=0.0, low_open=True)
         self.constants = constants
         self.theta = theta
         self.regime_test = regime_test
@@ -302,9 +302,9 @@ class AdditiveDisagreementLearner(_VersionSpaceLearner):
         random_state=None,
     ):
         super().__init__(hypotheses, delta, c0, random_state)
-        if not 0 < epsilon_add < 1:
-            raise ValueError("epsilon_add must be in (0, 1)")
-        self.epsilon_add = float(epsilon_add)
+        self.epsilon_add = V.check_probability(
+            epsilon_add, "epsilon_add", open_low=True, open_high=True
+        )
 
     def fit(self, X, oracle):
         self._setup(X, oracle)
@@ -330,9 +330,7 @@ class PassiveERM(_VersionSpaceLearner):
 
     def __init__(self, hypotheses, n_labels: int, random_state=None):
         super().__init__(hypotheses, 0.1, 1.0, random_state)
-        if int(n_labels) < 1:
-            raise ValueError("n_labels must be >= 1")
-        self.n_labels = int(n_labels)
+        self.n_labels = V.check_int(n_labels, "n_labels", low=1)
 
     def fit(self, X, oracle):
         self._setup(X, oracle)
@@ -356,16 +354,17 @@ class UncertaintySamplingTree:
         committee: int = 5,
         random_state=None,
     ):
-        if min(depth, budget, batch, initial, committee) < 1:
-            raise ValueError("depth, budget, batch, initial and committee must be >= 1")
-        self.depth, self.budget, self.batch = int(depth), int(budget), int(batch)
-        self.initial, self.committee = int(initial), int(committee)
+        self.depth = V.check_int(depth, "depth", low=1)
+        self.budget = V.check_int(budget, "budget", low=1)
+        self.batch = V.check_int(batch, "batch", low=1)
+        self.initial = V.check_int(initial, "initial", low=1)
+        self.committee = V.check_int(committee, "committee", low=1)
         self.random_state = random_state
 
     def fit(self, X, oracle):
         from sklearn.tree import DecisionTreeClassifier
 
-        X = np.asarray(X, dtype=float)
+        X = V.check_array(X, "X", ndim=2, dtype=np.float64)
         n = X.shape[0]
         rng = np.random.default_rng(self.random_state)
         cache = _LabelCache(oracle, n)
@@ -396,4 +395,7 @@ class UncertaintySamplingTree:
         return self
 
     def predict(self, X) -> np.ndarray:
-        return self.tree_.predict(np.asarray(X, dtype=float))
+        if not hasattr(self, "tree_"):
+            raise ValueError("call fit first")
+        X = V.check_array(X, "X", ndim=2, dtype=np.float64, shape=(None, self.tree_.n_features_in_))
+        return self.tree_.predict(X)

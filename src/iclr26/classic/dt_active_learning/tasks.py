@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.classic.dt_active_learning.hypotheses import GridTreeClass, StumpClass
 
 
@@ -11,14 +12,20 @@ class LabelOracle:
     """Label-query callback over a fixed pool that counts distinct and repeated queries."""
 
     def __init__(self, labels: np.ndarray):
-        self.labels = np.asarray(labels).ravel()
+        labels = V.check_array(labels, "labels", ndim=1)
+        if not np.isin(labels, (0, 1)).all():
+            raise ValueError("labels must be 0/1")
+        self.labels = labels
         self.queried = np.zeros(self.labels.shape[0], dtype=bool)
         self.n_queries = 0
 
     def __call__(self, idx) -> np.ndarray:
-        idx = np.asarray(idx, dtype=int).ravel()
+        idx = V.check_array(np.ravel(idx), "idx", ndim=1, min_rows=0, dtype=None)
+        if idx.size and idx.dtype.kind not in "iu":
+            raise TypeError(f"idx must hold integer pool indices, got dtype {idx.dtype}")
         if idx.size and (idx.min() < 0 or idx.max() >= self.labels.shape[0]):
-            raise ValueError("query index outside the pool")
+            raise ValueError(f"idx: query index outside the pool 0..{self.labels.shape[0] - 1}")
+        idx = idx.astype(int)
         self.queried[idx] = True
         self.n_queries += idx.size
         return self.labels[idx]
@@ -30,6 +37,9 @@ class LabelOracle:
 
 def random_grid_tree(w: int, rng: np.random.Generator) -> tuple:
     """A random depth-2 tree (f, a, c_L, c_R) whose two children both split (other feature)."""
+    w = V.check_int(w, "w", low=2)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     f = int(rng.integers(2))
     a = int(rng.integers(w - 1))
     codes = [(1, 2), (2, 1)]
@@ -46,10 +56,10 @@ def make_grid_task(w: int = 32, dim: int = 2, depth: int = 2, n_flips: int = 0, 
 
     Returns (X (w*w, 2) int, y (w*w,), h_star index).
     """
-    if dim != 2 or depth != 2:
-        raise ValueError("make_grid_task builds 2-D depth-2 tasks")
-    if n_flips < 0 or n_flips > w * w:
-        raise ValueError("n_flips must be in [0, w*w]")
+    w = V.check_int(w, "w", low=2)
+    if V.check_int(dim, "dim") != 2 or V.check_int(depth, "depth") != 2:
+        raise ValueError("dim and depth: make_grid_task builds 2-D depth-2 tasks")
+    n_flips = V.check_int(n_flips, "n_flips", low=0, high=w * w)
     rng = np.random.default_rng(random_state)
     cls = GridTreeClass(w)
     h_star = random_grid_tree(w, rng)
@@ -63,10 +73,9 @@ def make_grid_task(w: int = 32, dim: int = 2, depth: int = 2, n_flips: int = 0, 
 def make_stump_task(n: int, n_flips: int = 0, noise: float = 0.0, random_state=None):
     """1-D pool 0..n-1 labelled by a stump at a random position, then corrupted by ``n_flips``
     flipped labels and/or i.i.d. flips with probability ``noise``. Returns (X (n, 1), y, h_star)."""
-    if n < 2:
-        raise ValueError("n must be >= 2")
-    if not 0 <= noise < 0.5:
-        raise ValueError("noise must be in [0, 0.5)")
+    n = V.check_int(n, "n", low=2)
+    n_flips = V.check_int(n_flips, "n_flips", low=0, high=n)
+    noise = V.check_scalar(noise, "noise", low=0.0, high=0.5, high_open=True)
     rng = np.random.default_rng(random_state)
     a = int(rng.integers(n // 8, n - n // 8))
     h_star = (0, a)
@@ -82,13 +91,23 @@ def make_stump_task(n: int, n_flips: int = 0, noise: float = 0.0, random_state=N
 def line_pool_class(n: int, allow_feature_reuse: bool = False) -> GridTreeClass:
     """Depth-2 trees over the anti-diagonal pool {(i, n-1-i)}: an n x n grid of candidate
     thresholds with one pool point per diagonal cell."""
+    n = V.check_int(n, "n", low=2)
     weights = np.fliplr(np.eye(n))
     return GridTreeClass(n, allow_feature_reuse=allow_feature_reuse, weights=weights)
 
 
 def optimal_error(cls, labels: np.ndarray) -> tuple[float, tuple]:
     """Exact ERM over the whole pool: (OPT as a fraction of the pool, its index)."""
-    labels = np.asarray(labels).reshape(cls.cell_shape)
+    V.check_module_attrs(cls, "cls", ("cell_shape", "weights", "errors", "argmin", "full_mask"))
+    labels = V.check_array(labels, "labels", dtype=None)
+    if labels.size != int(np.prod(cls.cell_shape)):
+        raise ValueError(
+            f"labels must have one label per cell ({int(np.prod(cls.cell_shape))}), "
+            f"got {labels.size}"
+        )
+    if not np.isin(labels, (0, 1)).all():
+        raise ValueError("labels must be 0/1")
+    labels = labels.reshape(cls.cell_shape)
     table = cls.errors(cls.weights * (labels == 0), cls.weights * (labels == 1))
     idx = cls.argmin(table, cls.full_mask())
     return float(table[idx]) / float(cls.weights.sum()), idx

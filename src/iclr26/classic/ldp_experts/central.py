@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.classic.ldp_experts.privacy import check_gains, check_mu, resolve_sensitivity
 
 
@@ -20,11 +21,10 @@ class TreeAggregator:
     """Binary-tree mechanism for prefix sums of a (T, n) stream with Gaussian node noise."""
 
     def __init__(self, T: int, n: int, sigma: float, random_state=None):
-        if T < 1 or n < 1:
-            raise ValueError("T and n must be >= 1")
-        if sigma < 0:
-            raise ValueError("sigma must be >= 0")
-        self.T, self.n, self.sigma = int(T), int(n), float(sigma)
+        self.T = V.check_int(T, "T", low=1)
+        self.n = V.check_int(n, "n", low=1)
+        self.sigma = V.check_scalar(sigma, "sigma", low=0.0)
+        T, n = self.T, self.n
         self.levels = math.ceil(math.log2(T)) + 1 if T > 1 else 1
         rng = np.random.default_rng(random_state)
         self.node_noise = [
@@ -33,8 +33,7 @@ class TreeAggregator:
 
     def nodes_containing(self, s: int) -> list[tuple[int, int]]:
         """(level, index) of every node the 1-based report s enters."""
-        if not 1 <= s <= self.T:
-            raise ValueError(f"report index must be in [1, {self.T}]")
+        s = V.check_int(s, "s", low=1, high=self.T)
         return [(lvl, (s - 1) >> lvl) for lvl in range(self.levels)]
 
     def prefix_noise(self) -> np.ndarray:
@@ -49,9 +48,7 @@ class TreeAggregator:
 
     def prefix_sums(self, gains: np.ndarray) -> np.ndarray:
         """Noisy prefix sums S~_c = sum_{s<=c} g_s + noise, c = 0..T, shape (T + 1, n)."""
-        gains = np.asarray(gains, dtype=float)
-        if gains.shape != (self.T, self.n):
-            raise ValueError(f"gains must have shape {(self.T, self.n)}, got {gains.shape}")
+        gains = V.check_array(gains, "gains", shape=(self.T, self.n), dtype=np.float64)
         exact = np.vstack([np.zeros((1, self.n)), np.cumsum(gains, axis=0)])
         return exact + self.prefix_noise()
 
@@ -86,11 +83,15 @@ class CentralDPHedge:
     ):
         self.mu = check_mu(mu)
         self.sensitivity = sensitivity
+        resolve_sensitivity(sensitivity, 2)
         if isinstance(learning_rate, str):
-            if learning_rate not in ("min-noise", "min-regret"):
-                raise ValueError("learning_rate must be 'min-noise', 'min-regret' or a number")
-        elif not float(learning_rate) > 0:
-            raise ValueError("learning_rate must be positive")
+            V.check_choice(learning_rate, "learning_rate", ("min-noise", "min-regret"))
+        else:
+            V.check_scalar(learning_rate, "learning_rate", low=0.0, low_open=True)
+        if lr_grid is not None:
+            grid = V.check_array(lr_grid, "lr_grid", ndim=1, dtype=np.float64)
+            if np.any(grid <= 0):
+                raise ValueError("lr_grid must hold rates > 0")
         self.learning_rate = learning_rate
         self.lr_grid = lr_grid
         self.random_state = random_state

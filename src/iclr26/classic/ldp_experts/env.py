@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from iclr26 import validation as V
 from iclr26.classic.ldp_experts.panel import make_hospital_panel
 from iclr26.classic.ldp_experts.privacy import (
     LDPReportStream,
@@ -46,14 +47,15 @@ class HospitalSelectionEnv(gym.Env):
         reward: str = "density",
         panel: np.ndarray | None = None,
     ):
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
+        V.check_choice(reward, "reward", REWARDS)
         self.mu = check_mu(mu)
         if panel is not None:
-            panel = check_gains(panel)
+            panel = check_gains(panel, "panel")
             n_weeks, n_hospitals = panel.shape
-        elif int(n_hospitals) < 2 or int(n_weeks) < 2 or int(n_regions) < 1:
-            raise ValueError("need n_hospitals >= 2, n_weeks >= 2 and n_regions >= 1")
+        else:
+            n_hospitals = V.check_int(n_hospitals, "n_hospitals", low=2)
+            n_weeks = V.check_int(n_weeks, "n_weeks", low=2)
+            n_regions = V.check_int(n_regions, "n_regions", low=1)
         self.n_hospitals, self.n_weeks, self.n_regions = int(n_hospitals), int(n_weeks), n_regions
         self.sensitivity = sensitivity
         self.eta = resolve_sensitivity(sensitivity, self.n_hospitals) / self.mu

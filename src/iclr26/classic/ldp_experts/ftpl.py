@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from iclr26.classic.ldp_experts.privacy import check_mu, noise_scale
+from iclr26 import validation as V
+from iclr26.classic.ldp_experts.privacy import check_mu, noise_scale, resolve_sensitivity
 
 
 def _phi(x: float) -> float:
@@ -34,12 +35,10 @@ def switching_probability_bound(gap: float, batch: int, eta: float, n: int) -> f
     p(k, B) <= 2 Phi(-sqrt2 beta) + 2 sqrt(pi) phi(-beta) (Phi(beta) - Phi(-beta)),
     beta = k / (eta sqrt(2B)) - sqrt(log(2n - 2)); clipped to [0, 1] (beta <= 0 gives 1).
     """
-    if batch < 1:
-        raise ValueError("batch must be >= 1")
-    if eta <= 0:
-        raise ValueError("eta must be positive")
-    if n < 2:
-        raise ValueError("need at least two experts")
+    gap = V.check_scalar(gap, "gap")
+    batch = V.check_int(batch, "batch", low=1)
+    eta = V.check_scalar(eta, "eta", low=0.0, low_open=True)
+    n = V.check_int(n, "n", low=2)
     beta = gap / (eta * math.sqrt(2.0 * batch)) - math.sqrt(math.log(2 * n - 2))
     if beta <= 0:
         return 1.0
@@ -65,8 +64,13 @@ def compute_delay(
     its end. With ``drift_correction`` the gap is reduced by B, the most the true gains can close
     it during the batch (a conservative option). Returns 1 when no B is feasible.
     """
-    if max_batch < 1:
-        raise ValueError("max_batch must be >= 1")
+    gap = V.check_scalar(gap, "gap")
+    t = V.check_int(t, "t", low=1)
+    eta = V.check_scalar(eta, "eta", low=0.0, low_open=True)
+    n = V.check_int(n, "n", low=2)
+    alpha = V.check_scalar(alpha, "alpha", low=0.0, low_open=True)
+    max_batch = V.check_int(max_batch, "max_batch", low=1)
+    drift_correction = V.check_bool(drift_correction, "drift_correction")
     log_n = math.log(n)
 
     def feasible(b: int) -> bool:
@@ -89,6 +93,11 @@ def compute_delay(
     return lo
 
 
+def _check_reports(reports) -> np.ndarray:
+    """A finite (T, n) block of privatised reports (any real values), T >= 1, n >= 2."""
+    return V.check_array(reports, "reports", ndim=2, dtype=np.float64, min_cols=2)
+
+
 class OnlineExpertAlgorithm:
     """Protocol of a local-DP online expert algorithm: it only ever sees privatised reports.
 
@@ -101,15 +110,15 @@ class OnlineExpertAlgorithm:
     def __init__(self, mu: float | None, sensitivity: str | float | None, random_state=None):
         if mu is not None:
             check_mu(mu)
+        if sensitivity is not None:
+            resolve_sensitivity(sensitivity, 2)
         self.mu = mu
         self.sensitivity = sensitivity
         self.random_state = random_state
 
     def _eta(self, n: int, eta: float | None) -> float:
         if eta is not None:
-            if eta < 0:
-                raise ValueError("eta must be >= 0")
-            return float(eta)
+            return V.check_scalar(eta, "eta", low=0.0)
         if self.mu is None or self.sensitivity is None:
             raise ValueError(
                 f"{type(self).__name__} needs mu and sensitivity (the privacy unit) to be set"
@@ -117,7 +126,7 @@ class OnlineExpertAlgorithm:
         return noise_scale(self.mu, self.sensitivity, n)
 
     def play(self, reports: np.ndarray) -> np.ndarray:
-        reports = np.asarray(reports, dtype=float)
+        reports = _check_reports(reports)
         T, n = reports.shape
         self.reset(n, T)
         actions = np.empty(T, dtype=int)
@@ -159,7 +168,7 @@ class RWFTPL(OnlineExpertAlgorithm):
         self.cumulative_ = self.cumulative_ + g_noisy
 
     def play(self, reports: np.ndarray) -> np.ndarray:
-        reports = np.asarray(reports, dtype=float)
+        reports = _check_reports(reports)
         T, n = reports.shape
         self.reset(n, T)
         z0 = self.cumulative_
@@ -189,11 +198,11 @@ class RWAdaBatch(RWFTPL):
         drift_correction: bool = False,
         random_state=None,
     ):
-        if not alpha > 0:
-            raise ValueError(f"alpha must be positive, got {alpha!r}")
+        alpha = V.check_scalar(alpha, "alpha", low=0.0, low_open=True)
+        drift_correction = V.check_bool(drift_correction, "drift_correction")
         super().__init__(mu, sensitivity, random_state)
-        self.alpha = float(alpha)
-        self.drift_correction = bool(drift_correction)
+        self.alpha = alpha
+        self.drift_correction = drift_correction
 
     def reset(self, n: int, T: int, eta: float | None = None) -> None:
         super().reset(n, T, eta)
@@ -229,7 +238,7 @@ class RWAdaBatch(RWFTPL):
             self.buffer_ = np.zeros(self.n_)
 
     def play(self, reports: np.ndarray) -> np.ndarray:
-        reports = np.asarray(reports, dtype=float)
+        reports = _check_reports(reports)
         T, n = reports.shape
         self.reset(n, T)
         actions = np.empty(T, dtype=int)

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.classic.ldp_experts.ftpl import OnlineExpertAlgorithm
 
 
@@ -28,12 +29,8 @@ class RollingRidgeLearner:
     """
 
     def __init__(self, window: int = 8, ridge: float = 1.0):
-        if int(window) < 1:
-            raise ValueError("window must be >= 1")
-        if ridge < 0:
-            raise ValueError("ridge must be >= 0")
-        self.window = int(window)
-        self.ridge = float(ridge)
+        self.window = V.check_int(window, "window", low=1)
+        self.ridge = V.check_scalar(ridge, "ridge", low=0.0)
 
     def reset(self, n: int, T: int, eta: float | None = None) -> None:
         # prefix sums of y_r and r * y_r give every window's regression in O(n)
@@ -73,6 +70,7 @@ class RollingRidgeLearner:
 
 def decorrelate(sigma: np.ndarray) -> np.ndarray:
     """Sigma* = Sigma - (1^T Sigma 1 / m^2) 11^T (symmetrised)."""
+    sigma = V.check_square(sigma, "sigma", dtype=np.float64)
     sigma = 0.5 * (sigma + sigma.T)
     m = sigma.shape[0]
     return sigma - sigma.sum() / m**2 * np.ones((m, m))
@@ -115,13 +113,16 @@ class RWMeta(OnlineExpertAlgorithm):
         sensitivity: str | float | None = None,
         random_state=None,
     ):
-        learners = list(learners)
+        try:
+            learners = list(learners)
+        except TypeError:
+            raise TypeError(
+                f"learners must be an iterable of learners, got {type(learners).__name__}"
+            ) from None
         if len(learners) < 1:
-            raise ValueError("RWMeta needs at least one learner")
-        for learner in learners:
-            for method in ("reset", "distribution", "update"):
-                if not callable(getattr(learner, method, None)):
-                    raise TypeError(f"learner {learner!r} lacks a {method}() method")
+            raise ValueError("learners: RWMeta needs at least one learner")
+        for i, learner in enumerate(learners):
+            V.check_module_attrs(learner, f"learners[{i}]", ("reset", "distribution", "update"))
         super().__init__(mu, sensitivity, random_state)
         self.learners = learners
 
@@ -158,6 +159,9 @@ class RWMeta(OnlineExpertAlgorithm):
 
     def regret_bound(self, T: int) -> float:
         """Theorem 3: [max(sqrt2, sqrt(lambda_max(Sigma*_T) / T)) + sqrt2] sqrt(2 T log m)."""
+        T = V.check_int(T, "T", low=1)
+        if not hasattr(self, "sigma_"):
+            raise ValueError("regret_bound needs the noise covariance of a run: call play first")
         m = len(self.learners)
         lam = float(np.linalg.eigvalsh(decorrelate(self.sigma_))[-1])
         lead = max(math.sqrt(2.0), math.sqrt(max(lam, 0.0) / T))

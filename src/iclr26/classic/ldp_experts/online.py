@@ -52,8 +52,12 @@ def run_online(
             raise ValueError("the algorithm needs mu and sensitivity, or pass a report stream")
         stream = LDPReportStream(g, algo.mu, algo.sensitivity, random_state)
     else:
+        if not isinstance(stream, LDPReportStream):
+            raise TypeError(f"stream must be an LDPReportStream, got {type(stream).__name__}")
         if stream.shape != g.shape:
-            raise ValueError("the report stream does not match the gains' shape")
+            raise ValueError(
+                f"stream has shape {stream.shape}, which does not match the gains' {g.shape}"
+            )
         if algo.mu is not None and (algo.mu != stream.mu or algo.sensitivity != stream.sensitivity):
             raise ValueError("the algorithm's privacy parameters differ from the stream's")
         if algo.mu is None:

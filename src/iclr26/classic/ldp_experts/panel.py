@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 WAVE_CENTRES = (20.0, 45.0, 75.0, 105.0)
 # Regional per-wave intensity spread (log-normal sigma). Set once so that the noise-free dynamic
 # oracle earns 1.6-2.2x the best static hospital for the three panel sizes (seeds 0-9); frozen.
@@ -32,10 +34,11 @@ def make_hospital_panel(
     With ``return_clean`` also returns the noise-free panel (no AR noise, lag or missing
     reports), scaled by the same maximum.
     """
-    if n_hospitals < 2 or n_weeks < 2 or n_regions < 1:
-        raise ValueError("need n_hospitals >= 2, n_weeks >= 2 and n_regions >= 1")
-    if region_spread < 0 or hospital_wave_spread < 0:
-        raise ValueError("region_spread and hospital_wave_spread must be >= 0")
+    n_hospitals = V.check_int(n_hospitals, "n_hospitals", low=2)
+    n_weeks = V.check_int(n_weeks, "n_weeks", low=2)
+    n_regions = V.check_int(n_regions, "n_regions", low=1)
+    region_spread = V.check_scalar(region_spread, "region_spread", low=0.0)
+    hospital_wave_spread = V.check_scalar(hospital_wave_spread, "hospital_wave_spread", low=0.0)
     rng = np.random.default_rng(random_state)
     n_waves = len(WAVE_CENTRES)
     centres = np.asarray(WAVE_CENTRES) + rng.uniform(-4, 4, n_waves)
@@ -77,18 +80,33 @@ def make_hospital_panel(
 
 def oracle_ratio(panel: np.ndarray) -> float:
     """Gain of the dynamic oracle (hottest expert each round) over the best static expert."""
+    panel = V.check_array(panel, "panel", ndim=2, dtype=np.float64, min_cols=2, low=0.0, high=1.0)
+    if not panel.sum(axis=0).max() > 0:
+        raise ValueError("panel: every expert's total gain is 0; the ratio is undefined")
     return float(panel.max(axis=1).sum() / panel.sum(axis=0).max())
 
 
 def bernoulli_gains(n: int, T: int, means, random_state=None) -> np.ndarray:
     """i.i.d. Bernoulli gains with per-expert means."""
-    means = np.broadcast_to(np.asarray(means, dtype=float), (n,))
+    n = V.check_int(n, "n", low=1)
+    T = V.check_int(T, "T", low=1)
+    means = V.check_array(
+        np.atleast_1d(means), "means", ndim=1, dtype=np.float64, low=0.0, high=1.0
+    )
+    if means.shape[0] not in (1, n):
+        raise ValueError(
+            f"means must be a number or one mean per expert ({n}), got {means.shape[0]}"
+        )
+    means = np.broadcast_to(means, (n,))
     rng = np.random.default_rng(random_state)
     return (rng.random((T, n)) < means).astype(float)
 
 
 def alternating_leader_gains(n: int, T: int, block: int = 250, random_state=None) -> np.ndarray:
     """Oblivious adversary: blocks in which one random expert earns 1 and the rest earn 0."""
+    n = V.check_int(n, "n", low=1)
+    T = V.check_int(T, "T", low=1)
+    block = V.check_int(block, "block", low=1)
     rng = np.random.default_rng(random_state)
     leaders = rng.integers(0, n, -(-T // block))
     gains = np.zeros((T, n))

@@ -17,35 +17,23 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from iclr26 import validation as V
+
 SENSITIVITY_UNITS = ("coordinate", "vector")
 
 
 def resolve_sensitivity(sensitivity: str | float, n: int) -> float:
     """L2 sensitivity of one privacy unit for gain vectors in [0, 1]^n."""
+    n = V.check_int(n, "n", low=1)
     if isinstance(sensitivity, str):
-        if sensitivity == "coordinate":
-            return 1.0
-        if sensitivity == "vector":
-            return math.sqrt(n)
-        raise ValueError(
-            f"sensitivity must be one of {SENSITIVITY_UNITS} or a positive number, "
-            f"got {sensitivity!r}"
-        )
-    value = float(sensitivity)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"sensitivity must be positive, got {sensitivity!r}")
-    return value
+        V.check_choice(sensitivity, "sensitivity", SENSITIVITY_UNITS)
+        return 1.0 if sensitivity == "coordinate" else math.sqrt(n)
+    return V.check_scalar(sensitivity, "sensitivity", low=0.0, low_open=True)
 
 
 def check_mu(mu: float) -> float:
     """Validate a GDP level mu (> 0, finite)."""
-    try:
-        value = float(mu)
-    except (TypeError, ValueError):
-        raise TypeError(f"mu must be a number, got {type(mu).__name__}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"privacy level mu must be positive and finite, got {mu!r}")
-    return value
+    return V.check_scalar(mu, "mu", low=0.0, low_open=True)
 
 
 def noise_scale(mu: float, sensitivity: str | float, n: int) -> float:
@@ -55,29 +43,27 @@ def noise_scale(mu: float, sensitivity: str | float, n: int) -> float:
 
 def compose_gdp(mus) -> float:
     """mu of the composition of mu_i-GDP mechanisms: sqrt(sum mu_i^2)."""
-    arr = np.asarray(mus, dtype=float)
+    arr = V.check_array(mus, "mus", ndim=1, dtype=np.float64)
     if np.any(arr <= 0):
-        raise ValueError("every mu must be positive")
+        raise ValueError(f"mus: every mu must be > 0, got a minimum of {arr.min():g}")
     return float(np.sqrt(np.sum(arr**2)))
 
 
-def check_gains(gains) -> np.ndarray:
-    """A (T, n) array of gains in [0, 1] with T >= 1 and n >= 2."""
-    g = np.asarray(gains, dtype=float)
-    if g.ndim != 2:
-        raise ValueError(f"gains must be a (T, n) array, got shape {g.shape}")
-    if g.shape[0] < 1 or g.shape[1] < 2:
-        raise ValueError(f"need at least one round and two experts, got shape {g.shape}")
-    if not np.all(np.isfinite(g)) or g.min() < 0 or g.max() > 1:
-        raise ValueError("gains must be finite and lie in [0, 1]")
-    return g
+def check_gains(gains, name: str = "gains") -> np.ndarray:
+    """A (T, n) array of gains in [0, 1] with T >= 1 and n >= 2. Values outside [0, 1] are
+    refused: the sensitivities above (1 per coordinate, sqrt(n) per vector) and hence the stated
+    privacy level assume them."""
+    return V.check_array(gains, name, ndim=2, dtype=np.float64, min_cols=2, low=0.0, high=1.0)
 
 
 def gaussian_ldp_report(
     g, mu: float, sensitivity: str | float, rng: np.random.Generator | None = None
 ) -> np.ndarray:
-    """The Gaussian mechanism applied to one report (or a (T, n) block): g + N(0, eta^2 I)."""
-    g = np.asarray(g, dtype=float)
+    """The Gaussian mechanism applied to one report (or a (T, n) block): g + N(0, eta^2 I).
+
+    ``g`` must lie in [0, 1] (refused otherwise): the sensitivity, and so the mu-GDP guarantee,
+    is computed for gains in that range."""
+    g = V.check_array(g, "g", ndim=(1, 2), dtype=np.float64, low=0.0, high=1.0)
     n = g.shape[-1]
     eta = noise_scale(mu, sensitivity, n)
     rng = np.random.default_rng(rng)
