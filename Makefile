@@ -6,16 +6,24 @@ STAMP := $(VENV)/.installed
 ARGS ?=
 SCALE ?= quick
 JOBS ?= 2
+# Each scale has its own results folder: results/ for quick, results/<scale>/ for the others.
+OUT ?= results$(if $(filter-out quick,$(SCALE)),/$(SCALE),)
+# TORCH_CPU=1 installs torch from PyTorch's CPU-only wheel index (a small install with no CUDA
+# libraries). Leave it empty to let pip resolve torch from the index it is configured with: on
+# the public index that is the CUDA build for Linux x86-64, with about 2 GB of NVIDIA wheels.
+TORCH_CPU ?=
+TORCH_INDEX := $(if $(TORCH_CPU),--index-url https://download.pytorch.org/whl/cpu,)
 
 .PHONY: install reproduce test lint format report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch is pinned first so that the CPU wheel is taken and no CUDA build is ever pulled in.
+# torch is installed first, pinned, from the index chosen above; the package install then finds it
+# already satisfied and pulls no other build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet $(TORCH_INDEX) "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -e ".[dev]" "torch==2.13.0"
 	# TSB-AD's own metric code, for the cross-check tests only (its pinned deps are not needed).
 	$(BIN)/python -m pip install --quiet --no-deps "tsb-ad==1.5"
@@ -24,18 +32,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 reproduce: $(STAMP)
-	$(BIN)/iclr26 reproduce --scale $(SCALE) --jobs $(JOBS) $(ARGS)
+	$(BIN)/iclr26 reproduce --scale $(SCALE) --jobs $(JOBS) --out $(OUT) $(ARGS)
 
 report: $(STAMP)
-	$(BIN)/iclr26 report
+	$(BIN)/iclr26 report --out $(OUT)
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests scripts $(wildcard benchmarks)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests scripts $(wildcard benchmarks)
+	$(BIN)/ruff format --check src tests scripts $(wildcard benchmarks)
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests

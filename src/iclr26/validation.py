@@ -108,6 +108,12 @@ def check_array(
         elif arr.dtype.kind == "c":
             raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
     elif dtype is not None:
+        target = np.dtype(dtype)
+        if target.kind in "iub" and arr.dtype.kind in "fc":
+            # never cast NaN, infinity or fractions to integers silently
+            _check_finite_numpy(arr, name, allow_nan=False, allow_inf=False)
+            if arr.size and not np.all(arr == np.round(arr)):
+                raise TypeError(f"{name} must hold integers, got fractional values")
         try:
             arr = arr.astype(dtype, copy=False)
         except (TypeError, ValueError) as exc:

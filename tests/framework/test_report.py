@@ -130,3 +130,26 @@ def test_headline_metrics_are_the_declared_ones():
 def test_format_numbers():
     assert format_numbers({"a": 1.23456789, "b": {"c": 2}}) == "a=1.235, b=c=2"
     assert format_numbers(list(range(10))).endswith("(10 values)]")
+
+
+def test_report_renders_in_a_headless_browser(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    import pytest
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "check_report_in_browser.py"
+    spec = importlib.util.spec_from_file_location("check_report_in_browser", script)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    if check.find_browser() is None:
+        pytest.skip("no headless Chromium installed (apt-get install chromium-headless-shell)")
+    run_tasks(
+        [Task(PAPER, "with-figure", "smoke", 0, 60), Task(PAPER, "pipe|name", "smoke", 0, 60)],
+        scale="smoke",
+        out_dir=tmp_path,
+    )
+    build_report(tmp_path)
+    shot = tmp_path / "report.png"
+    assert check.main([str(tmp_path), "--screenshot", str(shot)]) == 0
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -96,3 +96,13 @@ def test_other_checks():
         V.check_module_attrs(object(), "backbone", ["blocks"])
     with pytest.raises(TypeError, match="flag must be True or False"):
         V.check_bool(1, "flag")
+
+
+def test_integer_casts_refuse_nan_inf_and_fractions():
+    with pytest.raises(ValueError, match="y contains NaN"):
+        V.check_array([0.0, np.nan], "y", dtype=np.int64)
+    with pytest.raises(ValueError, match="y contains infinity"):
+        V.check_array([0.0, np.inf], "y", dtype=np.int64)
+    with pytest.raises(TypeError, match="y must hold integers"):
+        V.check_array([0.0, 1.5], "y", dtype=np.int64)
+    assert V.check_array([0.0, 2.0], "y", dtype=np.int64).dtype == np.int64
