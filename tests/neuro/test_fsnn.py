@@ -301,3 +301,91 @@ def test_claims_smoke(name, tmp_path):
     record = run_claim("fsnn", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
+
+
+def _ordinary_lif(currents, tau, threshold):
+    """The ordinary discrete LIF with subtractive reset, written out by hand:
+    ``v <- beta v + I / tau`` with ``beta = 1 - 1/tau``; spike when ``v >= theta``; then
+    ``v <- v - theta``. Returns spikes and post-reset membranes."""
+    beta = 1.0 - 1.0 / tau
+    v = torch.zeros_like(currents[0])
+    spikes, membranes = [], []
+    for current in currents:
+        v = beta * v + current / tau
+        s = (v >= threshold).to(v.dtype)
+        v = v - threshold * s
+        spikes.append(s)
+        membranes.append(v)
+    return torch.stack(spikes), torch.stack(membranes)
+
+
+@pytest.mark.parametrize("tau, threshold", [(2.0, 1.0), (4.0, 0.5), (1.5, 0.8)])
+def test_alpha_one_with_state_reset_is_the_ordinary_lif(tau, threshold):
+    torch.manual_seed(1)
+    currents = torch.rand(60, 4, 7, dtype=torch.float64) * 1.8 * threshold
+    neuron = FractionalLIF(alpha=1.0, tau=tau, threshold=threshold, reset="state")
+    spikes, membrane = neuron(currents, return_membrane=True)
+    want_s, want_v = _ordinary_lif(currents, tau, threshold)
+    assert torch.equal(spikes, want_s) and spikes.sum() > 10
+    assert torch.allclose(membrane, want_v, atol=1e-12)
+    # the toolbox's default reset (in the right-hand side) lowers the membrane by theta/tau
+    rhs_s, rhs_v = FractionalLIF(alpha=1.0, tau=tau, threshold=threshold)(
+        currents, return_membrane=True
+    )
+    v = torch.zeros_like(currents[0])
+    for t in range(len(currents)):
+        charge = v + (currents[t] - v) / tau
+        s = (charge >= threshold).to(v.dtype)
+        v = charge - s * threshold / tau
+        assert torch.equal(rhs_s[t], s) and torch.allclose(rhs_v[t], v, atol=1e-12)
+
+
+def test_alpha_one_matches_snntorch_leaky():
+    snn = pytest.importorskip("snntorch")
+    torch.manual_seed(2)
+    tau, threshold = 2.0, 1.0
+    # inputs keep the charge below 2 theta, so one subtraction always takes it under theta
+    currents = torch.rand(50, 3, 6) * 1.5
+    spikes, membrane = FractionalLIF(alpha=1.0, tau=tau, threshold=threshold, reset="state")(
+        currents, return_membrane=True
+    )
+    leaky = snn.Leaky(
+        beta=1.0 - 1.0 / tau, threshold=threshold, reset_mechanism="subtract", reset_delay=False
+    )
+    mem = torch.zeros_like(currents[0])
+    for t in range(len(currents)):
+        spk, mem = leaky(currents[t] / tau, mem)
+        assert torch.equal(spikes[t], spk)
+        assert torch.allclose(membrane[t], mem, atol=1e-6)
+    assert spikes.sum() > 0
+
+
+def test_explicit_solver_outside_its_stability_region_warns():
+    from iclr26.neuro.fsnn.solvers import relaxation_is_stable, stability_limit
+
+    assert stability_limit("gl", 0.5) == pytest.approx(2**0.5)
+    for method in ("gl", "l1", "pred"):
+        assert stability_limit(method, 1.0) == pytest.approx(2.0)  # forward Euler
+        for alpha in (0.3, 0.7):
+            z = stability_limit(method, alpha)
+            # the closed-form boundary agrees with the behaviour of the scheme itself
+            assert relaxation_is_stable(method, (alpha,), 1.0, 1 / (0.93 * z))
+            assert not relaxation_is_stable(method, (alpha,), 1.0, 1 / (1.07 * z))
+    # the released graph configuration (tau = 0.5, alpha = 0.5, h = 1) is outside GL's region
+    with pytest.warns(RuntimeWarning, match="tau=0.5.*unstable"):
+        FractionalLIF(alpha=0.5, tau=0.5, method="gl")
+    with pytest.warns(RuntimeWarning, match="unstable"):
+        FractionalLIF(alpha=0.8, tau=2.0, h=5.0)
+    neuron = FractionalLIF(alpha=0.5, tau=0.8)  # h^alpha/tau = 1.25 < 2^0.5: GL is stable
+    with pytest.warns(RuntimeWarning, match="'pred' scheme is unstable"):
+        neuron.set_solver(method="pred")  # the predictor's limit is 1.166
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FractionalLIF(alpha=0.5, tau=2.0)
+        FractionalLIF(alpha=0.5, tau=0.5, method="trap")  # implicit in the leak
+        FractionalIF(alpha=0.5, tau=0.1)  # no leak, nothing to destabilise
+    # solve() says so when an explicit solution diverges
+    with pytest.raises(ValueError, match="h=4.0: the gl solution diverged"):
+        solve(lambda v, t: -50.0 * v**3, 1.0, 0.5, 4.0, 40, "gl")

@@ -378,3 +378,88 @@ def test_cifar_protocol_pieces():
     for model in (LorentzResNet18(width=2), ResNet18(width=2)):
         acc = _train_images(model, data, protocol, seed=0, device="cpu")
         assert 0.0 <= acc <= 1.0 and not model.training
+
+
+STRIDED_1X1_SCRIPT = """
+import torch
+from iclr26.nn.ilnn import LorentzConv2d, ops
+torch.set_num_threads(1)
+torch.manual_seed(0)
+for trial in range(30):
+    conv = LorentzConv2d(4, 8, 1, stride=2)
+    x = ops.expmap0(torch.randn(6, 8, 8, 4) * 0.5)
+    conv(x).sum().backward()
+    grad = conv.fc.z.grad.clone()
+    ref = LorentzConv2d(4, 8, 1, stride=2).double()
+    ref.load_state_dict(conv.state_dict())
+    ref(ops.lift(x[..., 1:].double())).sum().backward()
+    assert torch.allclose(grad.double(), ref.fc.z.grad, rtol=1e-4, atol=1e-5), trial
+print("ok")
+"""
+
+
+def test_strided_1x1_lorentz_conv_backward_is_safe_on_one_thread():
+    """oneDNN's channels-last 1x1 strided convolution corrupts the heap in the weight gradient
+    with one thread (and hangs or returns wrong gradients with more); the Lorentz convolution
+    must not hand it channels-last operands. Run in a child process: a regression aborts it."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    done = subprocess.run(
+        [sys.executable, "-c", STRIDED_1X1_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_norms_refuse_a_batch_of_one_in_train_mode():
+    x = _points((1,), 4, dtype=torch.float32)
+    for norm in (GyroLBN(4), LorentzBN(4), GyroBN(4)):
+        with pytest.raises(ValueError, match="x must hold more than 1 point per channel"):
+            norm(x)
+        norm.eval()
+        _assert_on(norm(x), 1.0, torch.float32)  # running statistics: fine
+    seq = _points((1, 5), 4, dtype=torch.float32)  # one sequence of 5 points is 5 points
+    _assert_on(GyroLBN(4)(seq), 1.0, torch.float32)
+
+
+def test_dispersion_of_gyrolbn_and_lbn():
+    x = ops.expmap0(torch.randn(512, 5, dtype=torch.float64) * 0.7 + 0.3)
+    mu = ops.lorentz_centroid(x)
+    d = ops.dist(mu.expand_as(x), x)
+    # the paper's GyroLBN: Fréchet variance of the output = gamma^2 (tested above); the
+    # released code's variant: distances scaled by clamp(gamma) / sqrt(mean distance)
+    bn = GyroLBN(5, dispersion="mean_distance", eps=1e-12).double()
+    assert bn.gamma.item() == 0.5
+    y = bn(x)
+    spread = ops.dist0(y)
+    assert torch.allclose(spread, d * 0.5 / d.mean().sqrt(), atol=1e-9)
+    with torch.no_grad():
+        bn.gamma.fill_(7.0)  # clamped to 2 as in the release
+    assert torch.allclose(ops.dist0(bn(x)), d * 2.0 / d.mean().sqrt(), atol=1e-9)
+    with pytest.raises(ValueError, match="dispersion"):
+        GyroLBN(5, dispersion="std")
+    # LBN (released normalisation): tangent vectors divided by their mean length
+    lbn = LorentzBN(5, eps=1e-12).double()
+    with torch.no_grad():
+        lbn.gamma.fill_(0.8)
+    assert ops.dist0(lbn(x)).mean().item() == pytest.approx(0.8, rel=1e-9)
+
+
+def test_plfc_clamps_the_scaled_distance_before_sinh():
+    fc = LorentzFC(3, 2, bias=False).double()
+    far = ops.expmap0(torch.tensor([[40.0, 0.0, 0.0], [-40.0, 0.0, 0.0]], dtype=torch.float64))
+    with torch.no_grad():
+        fc.z.copy_(torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=torch.float64))
+    y = fc(far)
+    assert torch.isfinite(y).all()
+    assert torch.allclose(y[:, 1].abs(), torch.sinh(torch.tensor(10.0, dtype=torch.float64)))
+    head = LorentzFC(3, 2, head=True).double()
+    with torch.no_grad():
+        head.z.copy_(fc.z)
+    assert head(far)[0, 0].item() == pytest.approx(40.0, rel=1e-6)  # logits are not clamped

@@ -164,3 +164,34 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"]
+
+
+def test_beta_and_steps_are_validated():
+    for beta in (0.0, -0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="beta"):
+            NRGPTConfig(beta=beta)
+    assert NRGPTConfig(d_model=16, n_heads=4).beta == pytest.approx(0.5)  # 1/sqrt(head_dim)
+    model = NRGPT(NRGPTConfig(10, 8, 2, steps=2, context=8))
+    idx = torch.randint(0, 10, (2, 5))
+    with pytest.raises(ValueError, match="steps must be >= 0"):
+        model(idx, steps=-1)  # used to run zero steps silently
+    with pytest.raises(ValueError, match="steps"):
+        model.energy_trace(idx, steps=-2)
+    assert model.energy_trace(idx, steps=0).shape == (1, 2, 5)
+    with pytest.raises(ValueError, match="idx is empty"):
+        model(idx[:, :0])
+
+
+def test_listops_parity_of_two_failures_is_not_reproduced(tmp_path):
+    """At smoke scale (3 training steps) no model learns ListOps; the "learned" floor (half way
+    from the majority answer to 100 %) must turn parity of two failures into "not reproduced"."""
+    record = run_claim("nrgpt", "listops-parity", "smoke", out_dir=tmp_path)
+    checks = record["checks"]
+    assert record["metrics"]["learned_floor"] == pytest.approx(
+        (1 + record["metrics"]["majority_answer_rate"]) / 2
+    )
+    assert not checks["GPTRecParallel learned the task (>= (1 + majority) / 2)"]
+    assert record["verdict"] == "not reproduced"
+    assert "learned the task" in record["reason"]
+    step = record["metrics"]["train_step"]["nrgpt_ff2w"]
+    assert step["count_tokens"] > 0 and step["count_params"] > 0 and step["repeat"] >= 1

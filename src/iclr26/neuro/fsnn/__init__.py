@@ -1,5 +1,5 @@
 """Fractional-order spiking neurons: Caputo-derivative LIF/IF neurons with power-law membrane
-memory (alpha = 1 is the ordinary LIF), their solvers, a network wrapper and event data."""
+memory (alpha = 1 is a first-order LIF; with reset="state" the ordinary one), their solvers, a network wrapper and event data."""
 
 from .events import delayed_cue, n_digits, saccade_events
 from .network import SNNWrapper, snn_energy

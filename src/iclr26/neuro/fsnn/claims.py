@@ -266,10 +266,12 @@ def noise_robustness(ctx: Context) -> Result:
 @claim(
     paper=SLUG,
     name="energy-comparable",
-    statement="f-SNNs cost about as much energy as LIF networks",
+    statement="f-SNNs cost about as much energy as LIF networks: their spike activity, which "
+    "is what the fractional memory can change, is not larger",
     paper_value="comparable energy, lower firing rates (constants not retrieved)",
-    criterion="E(f-SNN) <= 1.2 x E(LIF), E = 0.9 pJ x SOP + 4.6 pJ x first-layer MAC, on the "
-    "accuracy-vs-lif networks and test set",
+    criterion="spiking energy 0.9 pJ x SOP(f-SNN) <= 1.2 x that of LIF on the accuracy-vs-lif "
+    "networks and test set (the first layer's dense 4.6 pJ x MAC term is the same for both "
+    "networks, so it is reported beside the total but not counted in the ratio)",
 )
 def energy_comparable(ctx: Context) -> Result:
     result, (_, (x_te, _)) = _digits_experiment(ctx.scale.value, ctx.seed)
@@ -277,22 +279,34 @@ def energy_comparable(ctx: Context) -> Result:
     for family in ("f-LIF", "LIF"):
         runs = [snn_energy(m, x_te.transpose(0, 1)) for m in result[family]["models"]]
         stats[family] = {
+            "spiking_energy_pj": float(np.mean([r["spiking_energy_pj"] for r in runs])),
             "energy_pj": float(np.mean([r["energy_pj"] for r in runs])),
+            "first_layer_energy_pj": runs[0]["first_layer_energy_pj"],
             "sop": float(np.mean([r["sop"] for r in runs])),
             "mac": runs[0]["mac"],
             "firing_rates": [float(np.mean(v)) for v in zip(*[r["firing_rates"] for r in runs])],
         }
-    ratio = stats["f-LIF"]["energy_pj"] / stats["LIF"]["energy_pj"]
+    spiking_ratio = stats["f-LIF"]["spiking_energy_pj"] / max(
+        stats["LIF"]["spiking_energy_pj"], 1e-12
+    )
+    total_ratio = stats["f-LIF"]["energy_pj"] / stats["LIF"]["energy_pj"]
     path = _bar_figure(
         ctx,
         "energy-comparable",
-        {"f-LIF": [stats["f-LIF"]["energy_pj"] / 1e3], "LIF": [stats["LIF"]["energy_pj"] / 1e3]},
-        "energy per sample (nJ)",
-        "estimated inference energy",
+        {
+            "f-LIF": [stats["f-LIF"]["spiking_energy_pj"] / 1e3],
+            "LIF": [stats["LIF"]["spiking_energy_pj"] / 1e3],
+        },
+        "spiking energy per sample (nJ)",
+        "estimated synaptic-operation energy",
     )
     return Result.judge(
-        metrics={"f_snn": stats["f-LIF"], "energy_ratio": ratio},
+        metrics={
+            "f_snn": stats["f-LIF"],
+            "spiking_energy_ratio": spiking_ratio,
+            "total_energy_ratio": total_ratio,
+        },
         baseline={"lif": stats["LIF"]},
-        required={"E(f-SNN) <= 1.2 E(LIF)": ratio <= 1.2},
+        required={"spiking E(f-SNN) <= 1.2 spiking E(LIF)": spiking_ratio <= 1.2},
         figures=[path],
     )

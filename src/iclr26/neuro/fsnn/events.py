@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.data import as_rng
 
 
@@ -44,12 +45,14 @@ def saccade_events(
     log-intensity rose (fell) by more than ``threshold`` since the previous step. Sensor noise
     adds random events at ``noise_rate``.
     """
-    images = np.asarray(images, dtype=np.float64)
-    if images.ndim != 3 or T < 2:
-        raise ValueError("images must be (n, h, w) and T >= 2")
+    images = V.check_array(images, "images", ndim=3, dtype=np.float64, low=0.0)
+    T = V.check_int(T, "T", low=2)
+    canvas = V.check_int(canvas, "canvas", low=1)
+    threshold = V.check_scalar(threshold, "threshold", low=0.0, low_open=True)
+    noise_rate = V.check_probability(noise_rate, "noise_rate")
     n, h, w = images.shape
     if h > canvas or w > canvas:
-        raise ValueError("images must fit on the canvas")
+        raise ValueError(f"images of {h}x{w} must fit on the canvas of {canvas}x{canvas}")
     rng = as_rng(seed)
     scaled = images / max(images.max(), 1e-12)
     base = np.zeros((n, canvas, canvas))
@@ -72,6 +75,7 @@ def n_digits(T: int = 16, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's 1797 digits as saccade event streams ``(1797, T, 2, 12, 12)`` + labels."""
     from sklearn.datasets import load_digits
 
+    T = V.check_int(T, "T", low=2)
     digits = load_digits()
     return saccade_events(digits.images, T=T, seed=seed), digits.target.astype(np.int64)
 
@@ -89,8 +93,12 @@ def delayed_cue(
     """Spike trains ``(n, T, channels)``: a class-specific Poisson pattern during the first
     ``cue_steps`` steps, then class-independent background noise; labels ``(n,)``.
     The class patterns depend on ``pattern_seed`` only (shared by train and test sets)."""
-    if n < 1 or T <= cue_steps or channels < 1 or classes < 2:
-        raise ValueError("need n >= 1, T > cue_steps, channels >= 1, classes >= 2")
+    n = V.check_int(n, "n", low=1)
+    cue_steps = V.check_int(cue_steps, "cue_steps", low=1)
+    T = V.check_int(T, "T", low=cue_steps + 1)
+    channels = V.check_int(channels, "channels", low=1)
+    classes = V.check_int(classes, "classes", low=2)
+    noise_rate = V.check_probability(noise_rate, "noise_rate")
     patterns = np.random.default_rng(pattern_seed).uniform(0.0, 0.6, (classes, channels))
     rng = as_rng(seed)
     labels = rng.integers(0, classes, n)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from iclr26 import validation as V
+
 from .neurons import FractionalLIF
 from .solvers import check_alpha
 
 
 def _check_sequence(x) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"inputs must be a torch.Tensor, got {type(x).__name__}")
+    V.check_tensor(x, "x", floating=True)
     if x.dim() < 3:
-        raise ValueError(f"inputs must have shape (T, B, features...), got {tuple(x.shape)}")
+        raise ValueError(f"x must have shape (T, B, features...), got {tuple(x.shape)}")
 
 
 class SNNWrapper(nn.Module):
@@ -38,7 +39,8 @@ class SNNWrapper(nn.Module):
     ) -> None:
         super().__init__()
         if not isinstance(base, nn.Sequential):
-            raise TypeError("base must be an nn.Sequential")
+            raise TypeError(f"base must be an nn.Sequential, got {type(base).__name__}")
+        readout_steps = V.check_int(readout_steps, "readout_steps", low=1, allow_none=True)
         self.base = base
         self.readout_steps = readout_steps
         neurons = self.neurons()
@@ -46,7 +48,9 @@ class SNNWrapper(nn.Module):
             neuron.set_solver(method=method, memory=memory)
         if per_layer_alpha is not None:
             if len(per_layer_alpha) != len(neurons):
-                raise ValueError(f"need {len(neurons)} alphas, got {len(per_layer_alpha)}")
+                raise ValueError(
+                    f"per_layer_alpha needs {len(neurons)} orders, got {len(per_layer_alpha)}"
+                )
             for neuron, a in zip(neurons, per_layer_alpha):
                 neuron.set_alpha(a)
         elif alpha is not None:
@@ -82,11 +86,15 @@ def snn_energy(
 ) -> dict:
     """Energy estimate per sample: ``E = e_ac * SOP + e_mac * MAC(first layer)`` (45 nm
     convention). Synaptic operations of a layer fed by spikes = input spikes x fan-out;
-    the first layer (analog input) costs dense MACs. Also returns firing rates per neuron layer.
+    the first layer (analog input) costs dense MACs. Returns the total and its two parts
+    (``spiking_energy_pj`` = ``e_ac * SOP``, which depends on the spike activity, and
+    ``first_layer_energy_pj``, which does not), the counts and the firing rate per layer.
     """
     if not isinstance(model, SNNWrapper):
-        raise TypeError("model must be an SNNWrapper")
+        raise TypeError(f"model must be an SNNWrapper, got {type(model).__name__}")
     _check_sequence(x)
+    e_ac_pj = V.check_scalar(e_ac_pj, "e_ac_pj", low=0.0)
+    e_mac_pj = V.check_scalar(e_mac_pj, "e_mac_pj", low=0.0)
     steps, batch = x.shape[:2]
     sop, mac, rates = 0.0, 0.0, []
     first = True
@@ -115,4 +123,11 @@ def snn_energy(
                 h = layer(h.reshape(steps * batch, *h.shape[2:]))
                 h = h.reshape(steps, batch, *h.shape[1:])
     energy = e_ac_pj * sop + e_mac_pj * mac
-    return {"energy_pj": energy, "sop": sop, "mac": mac, "firing_rates": rates}
+    return {
+        "energy_pj": energy,
+        "spiking_energy_pj": e_ac_pj * sop,
+        "first_layer_energy_pj": e_mac_pj * mac,
+        "sop": sop,
+        "mac": mac,
+        "firing_rates": rates,
+    }

@@ -5,18 +5,30 @@ The neuron is the right-hand side ``tau D^alpha v = -v + I`` (f-LIF) or ``tau D^
 the charge the neuron would reach without reset decides the spike ``s = H(v_charge - theta)``;
 with ``reset="rhs"`` (the toolbox's design) ``-s theta / tau`` is added to the right-hand side,
 so resets become part of the fractional memory; with ``reset="state"`` ``theta s`` is
-subtracted from the stored state. ``alpha = 1`` gives the ordinary Euler LIF/IF exactly.
+subtracted from the stored state. ``alpha = 1`` gives the Euler LIF/IF exactly: with
+``reset="state"`` the ordinary one (reset by ``theta``), with ``reset="rhs"`` the toolbox's
+(reset by ``theta h / tau``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from .solvers import METHODS, FractionalIntegrator, _orders, check_coefficients
+from iclr26 import validation as V
+
+from .solvers import (
+    METHODS,
+    FractionalIntegrator,
+    _orders,
+    check_coefficients,
+    check_memory,
+    stability_limit,
+)
 
 SURROGATES = ("arctan", "sigmoid")
 RESETS = ("rhs", "state")
@@ -52,6 +64,12 @@ class _SigmoidSpike(torch.autograd.Function):
 
 def spike(x: torch.Tensor, surrogate: str = "arctan") -> torch.Tensor:
     """Heaviside forward, surrogate derivative backward (arctan width 2, sigmoid width 4)."""
+    V.check_tensor(x, "x", floating=True)
+    V.check_choice(surrogate, "surrogate", SURROGATES)
+    return _spike(x, surrogate)
+
+
+def _spike(x: torch.Tensor, surrogate: str) -> torch.Tensor:
     if surrogate == "arctan":
         return _ArctanSpike.apply(x, 2.0)
     if surrogate == "sigmoid":
@@ -71,8 +89,21 @@ class FractionalLIF(nn.Module):
             trapezoidal, implicit in the leak); ``h``: time step.
         memory: history length in the power-law sums (``-1``: all steps).
         learn_alpha: ``alpha = sigmoid(rho)`` is trained; learn_tau: ``tau`` is trained.
-        reset: ``"rhs"`` (reset inside the fractional memory) or ``"state"``.
+        reset: ``"rhs"`` (the toolbox's default, also in its ICLR release: ``-s theta / tau``
+            is added to the right-hand side, so the reset enters the fractional memory and,
+            at ``alpha = 1``, lowers the membrane by ``theta h / tau``) or ``"state"`` (the
+            ordinary subtractive reset ``v <- v - theta s`` of the stored state).
         leaky: ``False`` gives the fractional IF neuron.
+
+    ``alpha = 1`` is first-order: with ``reset="state"`` it is the ordinary discrete LIF
+    ``v <- (1 - h/tau) v + (h/tau) I``, spike when ``v >= theta``, ``v <- v - theta``
+    (snnTorch's ``Leaky(beta=1 - h/tau, reset_mechanism="subtract")`` on input ``h I / tau``);
+    with ``reset="rhs"`` it is the toolbox's LIF, whose reset is ``theta h / tau``.
+
+    The explicit schemes (``gl``, ``l1``, ``pred``) are stable for the leak only while
+    ``h^alpha / tau`` stays below :func:`~iclr26.neuro.fsnn.solvers.stability_limit`
+    (``2^alpha`` for GL); outside it a ``RuntimeWarning`` is raised at construction (the
+    membrane would oscillate with growing amplitude).
     """
 
     def __init__(
@@ -92,21 +123,20 @@ class FractionalLIF(nn.Module):
     ) -> None:
         super().__init__()
         orders = _orders(alpha)
-        for name, value in (("tau", tau), ("threshold", threshold), ("h", h)):
-            if not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        tau = V.check_scalar(tau, "tau", low=0.0, low_open=True)
+        threshold = V.check_scalar(threshold, "threshold", low=0.0, low_open=True)
+        h = V.check_scalar(h, "h", low=0.0, low_open=True)
+        V.check_choice(method, "method", METHODS)
         if len(orders) > 1 and method != "gl":
             raise ValueError(f"multi-term orders need method='gl', got {method!r}")
-        if surrogate not in SURROGATES:
-            raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
-        if not isinstance(memory, int) or memory == 0 or memory < -1:
-            raise ValueError(f"memory must be -1 (full) or a positive int, got {memory!r}")
-        if reset not in RESETS:
-            raise ValueError(f"reset must be one of {RESETS}, got {reset!r}")
+        V.check_choice(surrogate, "surrogate", SURROGATES)
+        memory = check_memory(memory)
+        V.check_choice(reset, "reset", RESETS)
+        learn_alpha = V.check_bool(learn_alpha, "learn_alpha")
+        learn_tau = V.check_bool(learn_tau, "learn_tau")
+        leaky = V.check_bool(leaky, "leaky")
         if learn_alpha and max(orders) >= 1.0:
-            raise ValueError("a learnable alpha must start below 1 (alpha = sigmoid(rho))")
+            raise ValueError("alpha: a learnable alpha must start below 1 (alpha = sigmoid(rho))")
         self.method, self.memory, self.h = method, memory, float(h)
         self.surrogate, self.reset, self.leaky = surrogate, reset, leaky
         self.threshold = float(threshold)
@@ -126,6 +156,25 @@ class FractionalLIF(nn.Module):
             self.register_buffer("fixed_tau", tau_t)
         self.last_membrane: torch.Tensor | None = None
         self.last_spikes: torch.Tensor | None = None
+        self._warn_if_unstable()
+
+    def _warn_if_unstable(self) -> None:
+        """Warn when the explicit scheme is outside its stability region for the leak."""
+        orders = self.alpha.detach().reshape(-1).tolist()
+        if not self.leaky or len(orders) > 1:
+            return
+        tau = float(self.tau.detach() if self.tau is not None else self.fixed_tau)
+        z = self.h ** orders[0] / tau
+        limit = stability_limit(self.method, orders[0], self.memory)
+        if z >= limit:
+            warnings.warn(
+                f"tau={tau:g}, h={self.h:g}, alpha={orders[0]:g}: the explicit "
+                f"{self.method!r} scheme is unstable for the leak (h^alpha / tau = {z:.3g} >= "
+                f"{limit:.3g}); the membrane will oscillate with growing amplitude. Use a "
+                "smaller h, a larger tau or method='trap'.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -145,32 +194,32 @@ class FractionalLIF(nn.Module):
             coefficients = self.term_weights.tolist()
         self.term_weights = torch.tensor(check_coefficients(coefficients, len(orders)))
         self.fixed_alpha = torch.tensor(orders if len(orders) > 1 else orders[0])
+        self._warn_if_unstable()
 
     def set_solver(self, method: str | None = None, memory: int | None = None) -> None:
         """Change the discretisation scheme and/or the memory length (``-1`` = full history)."""
         if method is not None:
-            if method not in METHODS:
-                raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+            V.check_choice(method, "method", METHODS)
             if self.alpha.numel() > 1 and method != "gl":
                 raise ValueError(f"multi-term orders need method='gl', got {method!r}")
+        if memory is not None:
+            memory = check_memory(memory)
+        if method is not None:
             self.method = method
         if memory is not None:
-            if not isinstance(memory, int) or memory == 0 or memory < -1:
-                raise ValueError(f"memory must be -1 (full) or a positive int, got {memory!r}")
             self.memory = memory
+        if method is not None or memory is not None:
+            self._warn_if_unstable()
 
     def reset_state(self) -> None:
         self.last_membrane = self.last_spikes = None
 
     def forward(self, currents: torch.Tensor, return_membrane: bool = False):
-        if not isinstance(currents, torch.Tensor):
-            raise TypeError(f"currents must be a torch.Tensor, got {type(currents).__name__}")
+        V.check_tensor(currents, "currents", floating=True)
         if currents.dim() < 2:
             raise ValueError(
                 f"currents must have shape (T, B, ...), got shape {tuple(currents.shape)}"
             )
-        if not currents.is_floating_point():
-            raise TypeError(f"currents must be floating point, got {currents.dtype}")
         tau = self.tau if self.tau is not None else self.fixed_tau
         alpha = self.alpha
         if not alpha.requires_grad:
@@ -193,7 +242,7 @@ class FractionalLIF(nn.Module):
             else:
                 drive = (current - v) / tau if self.leaky else current / tau
                 charge = gain * drive + memory
-            s = spike(charge - theta, self.surrogate)
+            s = _spike(charge - theta, self.surrogate)
             jump = None
             if self.reset == "rhs":
                 rhs = drive - s.detach() * theta / tau

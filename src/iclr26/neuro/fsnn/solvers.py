@@ -27,10 +27,13 @@ matrix-vector product over the stored history.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
 import torch
+
+from iclr26 import validation as V
 
 METHODS = ("gl", "l1", "pred", "trap")
 STORES_RHS = ("pred", "trap")  # methods whose history holds f_j instead of u_j
@@ -59,6 +62,82 @@ def _orders(alpha) -> list[float]:
         if not 0.0 < float(a) <= 1.0:  # also rejects nan
             raise ValueError(f"alpha must lie in (0, 1], got {a!r}")
     return [float(a) for a in values]
+
+
+def check_memory(memory) -> int:
+    """``-1`` (the whole history) or a positive number of past steps."""
+    memory = V.check_int(memory, "memory", low=-1)
+    if memory == 0:
+        raise ValueError("memory must be -1 (full) or a positive int, got 0")
+    return memory
+
+
+def _alternating_sum(terms: Callable[[torch.Tensor], torch.Tensor], count: int | None) -> float:
+    """``sum_{m=0}^{count-1} (-1)^m a_m``; ``count=None``: the limit of the series (the mean
+    of two consecutive partial sums far out, exact to ~1e-9 for the slowly decaying ``a_m``
+    of the fractional weights)."""
+    n = 20_001 if count is None else count
+    m = torch.arange(n, dtype=torch.float64)
+    partial = torch.cumsum(terms(m) * (1.0 - 2.0 * (m % 2)), 0)
+    if count is None:
+        return float((partial[-1] + partial[-2]) / 2)
+    return float(partial[-1])
+
+
+@functools.lru_cache(maxsize=256)
+def stability_limit(method: str, alpha: float, memory: int = -1) -> float:
+    """The largest ``z = h^alpha / tau`` for which the explicit scheme keeps the relaxation
+    ``tau D^alpha v = -v`` bounded: the boundary of the stability region on the negative real
+    axis, where the scheme's characteristic function is evaluated at ``xi = -1``. ``gl``:
+    ``2^alpha`` (full memory), ``l1``: ``2 B(-1) / Gamma(2 - alpha)``, ``pred``:
+    ``Gamma(alpha + 1) / B(-1)``, with ``B(-1)`` the alternating sum of the scheme's power-law
+    weights. All three are 2 at ``alpha = 1`` (forward Euler). ``inf`` for ``trap``."""
+    V.check_choice(method, "method", METHODS)
+    alpha = _orders(alpha)[0]
+    a64 = torch.tensor(alpha, dtype=torch.float64)
+    count = None if memory < 0 else memory + 1
+    if method == "trap":
+        return math.inf
+    if method == "gl":
+        if count is None:
+            return 2.0**alpha
+        return _alternating_sum(lambda m: gl_coefficients(a64, len(m)), count)
+    if method == "l1":
+        weights = _alternating_sum(lambda m: l1_coefficients(a64, len(m)), count)
+        return 2.0 * weights / math.gamma(2.0 - alpha)
+    weights = _alternating_sum(lambda m: (m + 1) ** alpha - m**alpha, count)
+    return math.gamma(alpha + 1.0) / weights
+
+
+@functools.lru_cache(maxsize=256)
+def relaxation_is_stable(
+    method: str,
+    alpha: tuple[float, ...],
+    h: float,
+    tau: float,
+    memory: int = -1,
+    coefficients: tuple[float, ...] | None = None,
+    steps: int = 256,
+) -> bool:
+    """Whether the scheme keeps the relaxation ``tau D^alpha v = -v``, ``v(0) = 1`` bounded:
+    the exact solution decays monotonically from 1, so a numerical solution that is still
+    larger than 1 in magnitude after ``steps / 2`` steps is outside the scheme's stability
+    region. An empirical check (slow), used to test :func:`stability_limit`."""
+    orders = list(alpha) if len(alpha) > 1 else alpha[0]
+    with torch.no_grad():
+        v = solve(
+            lambda v, t: -v / tau,
+            1.0,
+            orders,
+            h,
+            steps,
+            method,
+            memory,
+            coefficients,
+            check_divergence=False,
+        )
+    late = v[steps // 2 :]
+    return bool(torch.isfinite(late).all() and late.abs().max() <= 1.0)
 
 
 def check_alpha(alpha) -> None:
@@ -93,8 +172,9 @@ def _as_order_tensor(alpha) -> torch.Tensor:
 
 def gl_coefficients(alpha: float | torch.Tensor, length: int) -> torch.Tensor:
     """Grünwald-Letnikov weights ``c_0..c_{length-1}`` (differentiable in a tensor ``alpha``)."""
-    if length < 1:
-        raise ValueError("length must be >= 1")
+    length = V.check_int(length, "length", low=1)
+    if isinstance(alpha, torch.Tensor):
+        _orders(alpha)  # also refuses NaN and orders outside (0, 1]
     alpha = _as_order_tensor(alpha)
     j = torch.arange(1, length, dtype=alpha.dtype)
     factors = 1.0 - (1.0 + alpha) / j
@@ -109,6 +189,9 @@ def _pow(base: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
 
 def l1_coefficients(alpha: float | torch.Tensor, length: int) -> torch.Tensor:
     """L1 weights ``b_j = (j+1)^(1-alpha) - j^(1-alpha)``, ``j = 0..length-1``."""
+    length = V.check_int(length, "length", low=1)
+    if isinstance(alpha, torch.Tensor):
+        _orders(alpha)
     alpha = _as_order_tensor(alpha)
     j = torch.arange(length, dtype=alpha.dtype)
     return _pow(j + 1, 1 - alpha) - _pow(j, 1 - alpha)
@@ -143,12 +226,10 @@ class FractionalIntegrator:
         v0: torch.Tensor | float = 0.0,
         coefficients: Sequence[float] | torch.Tensor | None = None,
     ) -> None:
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        if not isinstance(h, (int, float)) or not h > 0:
-            raise ValueError(f"step h must be a positive number, got {h!r}")
-        if not isinstance(memory, int) or memory == 0 or memory < -1:
-            raise ValueError(f"memory must be -1 (full) or a positive int, got {memory!r}")
+        V.check_choice(method, "method", METHODS)
+        h = V.check_scalar(h, "h", low=0.0, low_open=True)
+        memory = check_memory(memory)
+        V.check_finite(v0, "v0")
         orders = _orders(alpha)
         self.n_terms = len(orders)
         if self.n_terms > 1 and method != "gl":
@@ -319,17 +400,25 @@ def solve(
     coefficients: Sequence[float] | None = None,
     tol: float = 1e-12,
     max_iter: int = 100,
+    check_divergence: bool = True,
 ) -> torch.Tensor:
     """Integrate ``D^alpha v = rhs(v, t)`` (or ``sum_i a_i D^{alpha_i} v = rhs``) from
     ``v(0) = v0`` in float64; returns ``v_0..v_steps``.
 
     Explicit methods evaluate ``rhs`` at the previous state; ``trap`` is implicit and iterates
     its corrector to a fixed point (converges when ``h^alpha L / Gamma(alpha+2) < 1`` for an
-    ``L``-Lipschitz ``rhs``).
+    ``L``-Lipschitz ``rhs``). A solution that overflows to inf/NaN raises ``ValueError`` (an
+    explicit scheme outside its stability region, or a right-hand side that blows up) unless
+    ``check_divergence=False``.
     """
+    if not callable(rhs):
+        raise TypeError(f"rhs must be callable rhs(v, t), got {type(rhs).__name__}")
     check_alpha(alpha)
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    h = V.check_scalar(h, "h", low=0.0, low_open=True)
+    steps = V.check_int(steps, "steps", low=0)
+    tol = V.check_scalar(tol, "tol", low=0.0, low_open=True)
+    max_iter = V.check_int(max_iter, "max_iter", low=1)
+    V.check_finite(v0, "v0")
     v0 = torch.as_tensor(v0, dtype=torch.float64)
     integrator = FractionalIntegrator(alpha, h, method, memory, v0=v0, coefficients=coefficients)
     integrator.prepare(steps + 1)
@@ -354,4 +443,12 @@ def solve(
                 f"the {method} corrector did not converge at step {k}; use a smaller step h"
             )
         values.append(integrator.commit(u, rhs(v0 + u, k * h)))
-    return torch.stack(values)
+    out = torch.stack(values)
+    if check_divergence and not torch.isfinite(out).all():
+        first = int((~torch.isfinite(out)).reshape(len(out), -1).any(1).nonzero()[0])
+        raise ValueError(
+            f"h={h}: the {method} solution diverged (non-finite at step {first}); an explicit "
+            "scheme is unstable when the step is too large for the right-hand side (for "
+            "D^alpha v = -lam v, gl needs h^alpha lam < 2^alpha): use a smaller h or 'trap'"
+        )
+    return out

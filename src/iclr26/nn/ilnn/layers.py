@@ -15,7 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
+
 from . import ops
+
+# The released PLFC clamps the scaled distance to [-10, 10] before ``sinh`` so that one far
+# point cannot overflow the output coordinates (``sinh(10) ~ 1.1e4``); we do the same.
+MAX_SCALED_DISTANCE = 10.0
 
 
 def hyperplane_coefficients(
@@ -44,6 +50,10 @@ def signed_distance(
     """Signed distance from points ``x (..., 1+n)`` to the hyperplanes with normals ``z (m, n)``
     (at the origin) and offsets ``a (m,)``: ``asinh(c (w_s . x_s - w_t x_t) / |z|) / c`` with
     ``w_t = sinh(c a) |z|``, ``w_s = cosh(c a) z``. Returns ``(..., m)``."""
+    ops.check_points(x, "x")
+    V.check_tensor(z, "z", ndim=2, shape=(None, x.shape[-1] - 1), floating=True)
+    V.check_tensor(a, "a", ndim=1, shape=(z.shape[0],), floating=True)
+    c = V.check_scalar(c, "c", low=0.0, low_open=True)
     w_s, w_t, z_norm = hyperplane_coefficients(z, a, c)
     return _distance(x[..., 1:] @ w_s.T, x[..., :1], w_t, z_norm, c)
 
@@ -51,8 +61,11 @@ def signed_distance(
 class LorentzFC(nn.Module):
     """Point-to-hyperplane fully connected layer ``L^n -> L^m`` (or logits with ``head=True``).
 
-    Output spatial coordinates ``y_j = sinh(c v_j) / c`` with ``v_j = |z_j| d(x; z_j, a_j)``;
-    time from the constraint. ``bias=True`` adds the gyro bias ``y (+) expmap0(beta)``.
+    Output spatial coordinates ``y_j = sinh(c v_j) / c`` with ``v_j = |z_j| d(x; z_j, a_j)``
+    clamped to ``[-10, 10]`` as in the released code; time from the constraint. ``bias=True``
+    adds the gyro bias ``y (+) expmap0(beta)``. ``head=True`` returns the (unclamped) ``v_j``
+    as logits. The normals start uniform in ``[-1/sqrt(n), 1/sqrt(n)]`` (``nn.Linear``'s
+    scale; the release draws them from ``N(0, 0.02^2)``, see the README's Deviations).
     """
 
     def __init__(
@@ -64,8 +77,9 @@ class LorentzFC(nn.Module):
         head: bool = False,
     ) -> None:
         super().__init__()
-        if in_features < 1 or out_features < 1:
-            raise ValueError("in_features and out_features must be positive")
+        in_features = V.check_int(in_features, "in_features", low=1)
+        out_features = V.check_int(out_features, "out_features", low=1)
+        bias, head = V.check_bool(bias, "bias"), V.check_bool(head, "head")
         self.c = ops.curvature_scale(curvature)
         self.in_features, self.out_features, self.head = in_features, out_features, head
         bound = 1.0 / math.sqrt(in_features)
@@ -86,16 +100,19 @@ class LorentzFC(nn.Module):
         v = z_norm * _distance(products, time, w_t, z_norm, self.c)
         if self.head:
             return v
+        v = v.clamp(-MAX_SCALED_DISTANCE, MAX_SCALED_DISTANCE)
         y = ops.lift(ops.times(torch.sinh(ops.times(v, self.c)), 1.0 / self.c), self.c)
         if self.beta is not None:
             y = ops.gyro_add(y, ops.expmap0(self.beta.to(y.dtype), self.c), self.c)
         return y
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.in_features + 1:
-            raise ValueError(f"expected points of size {self.in_features + 1}, got {x.shape[-1]}")
         if self.validate_input:
-            ops.check_on_manifold(x, self.c)
+            ops.check_on_manifold(x, self.c, "x", self.in_features + 1)
+        elif x.shape[-1] != self.in_features + 1:
+            raise ValueError(
+                f"x must hold points of size {self.in_features + 1}, got {x.shape[-1]}"
+            )
         w_s, w_t, z_norm = self.coefficients(x.dtype)
         return self.from_products(x[..., 1:] @ w_s.T, x[..., :1], w_t, z_norm)
 
@@ -119,8 +136,7 @@ class LorentzDropout(nn.Module):
 
     def __init__(self, p: float = 0.1, curvature: float = -1.0) -> None:
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        p = V.check_scalar(p, "p", low=0.0, high=1.0, high_open=True)
         self.p, self.c = p, ops.curvature_scale(curvature)
         self.validate_input = True  # models switch this off for their inner layers
 
@@ -141,6 +157,9 @@ class GyroAdd(nn.Module):
         self.validate_input = True  # models switch this off for their inner layers
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.validate_input:
+            ops.check_points(x, "x")
+            ops.check_points(y, "y")
         if x.shape != y.shape:
             raise ValueError(f"shapes differ: {tuple(x.shape)} and {tuple(y.shape)}")
         if self.validate_input:
@@ -159,8 +178,10 @@ class LorentzGlobalPool(nn.Module):
         self.validate_input = True  # models switch this off for their inner layers
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.validate_input:
+            ops.check_points(x, "x")
         if x.dim() < 3:
-            raise ValueError(f"expected (B, ..., 1 + C) with a pooled axis, got {tuple(x.shape)}")
+            raise ValueError(f"x must be (B, ..., 1 + C) with a pooled axis, got {tuple(x.shape)}")
         if self.validate_input:
             ops.check_on_manifold(x, self.c)
         return ops.lorentz_centroid(x.flatten(1, -2), dim=1, c=self.c)
@@ -191,8 +212,12 @@ class _LorentzConvNd(nn.Module):
         scaled_concat: bool = True,
     ) -> None:
         super().__init__()
-        if in_channels < 1 or out_channels < 1 or kernel_size < 1 or stride < 1 or padding < 0:
-            raise ValueError("channels, kernel_size and stride must be positive, padding >= 0")
+        in_channels = V.check_int(in_channels, "in_channels", low=1)
+        out_channels = V.check_int(out_channels, "out_channels", low=1)
+        kernel_size = V.check_int(kernel_size, "kernel_size", low=1)
+        stride = V.check_int(stride, "stride", low=1)
+        padding = V.check_int(padding, "padding", low=0)
+        scaled_concat = V.check_bool(scaled_concat, "scaled_concat")
         self.c = ops.curvature_scale(curvature)
         self.in_channels, self.out_channels, self.kernel_size = (
             in_channels,
@@ -209,8 +234,10 @@ class _LorentzConvNd(nn.Module):
         self.validate_input = True  # models switch this off for their inner layers
 
     def _check(self, x: torch.Tensor, layout: str) -> None:
+        if self.validate_input:
+            ops.check_points(x, "x")  # type, NaN/inf and emptiness before the layout
         if x.dim() != self.dims + 2 or x.shape[-1] != self.in_channels + 1:
-            raise ValueError(f"expected {layout} = {self.in_channels + 1}, got {tuple(x.shape)}")
+            raise ValueError(f"x must be {layout} = {self.in_channels + 1}, got {tuple(x.shape)}")
         if self.validate_input:
             ops.check_on_manifold(x, self.c)
 
@@ -219,13 +246,21 @@ class _LorentzConvNd(nn.Module):
         conv = F.conv1d if self.dims == 1 else F.conv2d
         k, n_in, s = self.kernel_size, self.in_channels, self.concat_scale
         w_s, w_t, z_norm = self.fc.coefficients(spatial.dtype)
-        # the patch is stacked window position first, channel second: (k..., C) blocks
-        weight = (w_s * s).reshape(self.out_channels, *([k] * self.dims), n_in)
-        weight = weight.movedim(-1, 1)
+        # The patch is stacked window position first, channel second: (k..., C) blocks.
+        # The spatial channels are a strided view of the point tensor (channels last) and the
+        # moved weight has channels-last strides too. oneDNN's 1x1 strided convolution in the
+        # channels-last layout with few channels writes past its workspace when it computes
+        # the weight gradient (heap corruption with one thread, hangs or wrong gradients with
+        # more; oneDNN issue 6035), so both operands get fresh channels-first strides.
+        contiguous = torch.contiguous_format
+        weight = (w_s * s).reshape(self.out_channels, *([k] * self.dims), n_in).movedim(-1, 1)
+        weight = weight.clone(memory_format=contiguous)
+        spatial = spatial.clone(memory_format=contiguous)
         products = conv(spatial, weight, stride=self.stride, padding=self.padding)
-        ones = spatial.new_ones((1, 1, *([k] * self.dims)))
-        squares = spatial.pow(2).sum(1, keepdim=True)
-        window_sq = conv(squares, ones, stride=self.stride, padding=self.padding)
+        # windowed sum of squared norms (origin padding adds 0): a sum pool, not a convolution
+        squares = F.pad(spatial.pow(2).sum(1, keepdim=True), [self.padding] * (2 * self.dims))
+        pool = F.avg_pool1d if self.dims == 1 else F.avg_pool2d
+        window_sq = pool(squares, k, self.stride) * k**self.dims
         time = (s**2 * window_sq + 1.0 / self.c**2).sqrt()
         return self.fc.from_products(products.movedim(1, -1), time.movedim(1, -1), w_t, z_norm)
 

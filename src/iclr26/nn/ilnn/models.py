@@ -7,6 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
+
 from . import ops
 from .layers import (
     GyroAdd,
@@ -19,6 +21,39 @@ from .layers import (
 from .norm import GyroBN, GyroLBN, LorentzBN
 
 NORMS = {"gyrolbn": GyroLBN, "gyrobn": GyroBN, "lbn": LorentzBN}
+
+
+def _check_seq_sizes(vocab, channels, classes, layers, kernel_size) -> tuple[int, ...]:
+    vocab = V.check_int(vocab, "vocab", low=1)
+    channels = V.check_int(channels, "channels", low=1)
+    classes = V.check_int(classes, "classes", low=2)
+    layers = V.check_int(layers, "layers", low=1)
+    kernel_size = V.check_int(kernel_size, "kernel_size", low=1)
+    if kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd (same-length residuals), got {kernel_size}")
+    return vocab, channels, classes, layers, kernel_size
+
+
+def _check_one_hot(x: torch.Tensor, vocab: int) -> None:
+    V.check_tensor(x, "x", floating=True)
+    if x.dim() != 3 or x.shape[-1] != vocab:
+        raise ValueError(f"x must be one-hot input (B, L, {vocab}), got {tuple(x.shape)}")
+
+
+def _check_images(images: torch.Tensor, in_channels: int) -> None:
+    V.check_tensor(images, "images", floating=True)
+    if images.dim() != 4 or images.shape[1] != in_channels:
+        raise ValueError(f"images must be (B, {in_channels}, H, W), got {tuple(images.shape)}")
+
+
+def _check_resnet_sizes(num_classes, width, in_channels, blocks) -> tuple:
+    num_classes = V.check_int(num_classes, "num_classes", low=2)
+    width = V.check_int(width, "width", low=1)
+    in_channels = V.check_int(in_channels, "in_channels", low=1)
+    if isinstance(blocks, str | bytes) or not hasattr(blocks, "__len__") or not len(blocks):
+        raise TypeError(f"blocks must be a non-empty tuple of block counts, got {blocks!r}")
+    blocks = tuple(V.check_int(b, "blocks", low=1) for b in blocks)
+    return num_classes, width, in_channels, blocks
 
 
 def _trust_inner_points(model: nn.Module) -> None:
@@ -45,8 +80,10 @@ class ILNNSeqCNN(nn.Module):
         norm: str = "gyrolbn",
     ) -> None:
         super().__init__()
-        if norm not in NORMS:
-            raise ValueError(f"norm must be one of {tuple(NORMS)}, got {norm!r}")
+        vocab, channels, classes, layers, kernel_size = _check_seq_sizes(
+            vocab, channels, classes, layers, kernel_size
+        )
+        V.check_choice(norm, "norm", tuple(NORMS))
         self.c = ops.curvature_scale(curvature)
         self.vocab = vocab
         self.embed = nn.Linear(vocab, channels)
@@ -64,8 +101,7 @@ class ILNNSeqCNN(nn.Module):
         _trust_inner_points(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 3 or x.shape[-1] != self.vocab:
-            raise ValueError(f"expected one-hot input (B, L, {self.vocab}), got {tuple(x.shape)}")
+        _check_one_hot(x, self.vocab)
         h = ops.expmap0(self.embed(x), self.c)
         for conv, norm in zip(self.convs, self.norms):
             h = self.residual(h, self.act(norm(conv(h))))
@@ -85,6 +121,9 @@ class SeqCNN(nn.Module):
         kernel_size: int = 5,
     ) -> None:
         super().__init__()
+        vocab, channels, classes, layers, kernel_size = _check_seq_sizes(
+            vocab, channels, classes, layers, kernel_size
+        )
         self.vocab = vocab
         self.embed = nn.Linear(vocab, channels)
         self.convs = nn.ModuleList(
@@ -95,8 +134,7 @@ class SeqCNN(nn.Module):
         self.head = nn.Linear(channels, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 3 or x.shape[-1] != self.vocab:
-            raise ValueError(f"expected one-hot input (B, L, {self.vocab}), got {tuple(x.shape)}")
+        _check_one_hot(x, self.vocab)
         h = self.embed(x).transpose(1, 2)
         for conv, norm in zip(self.convs, self.norms):
             h = h + F.relu(norm(conv(h)))
@@ -112,6 +150,9 @@ class LorentzBasicBlock(nn.Module):
         self, in_channels: int, out_channels: int, stride: int = 1, curvature: float = -1.0
     ) -> None:
         super().__init__()
+        in_channels = V.check_int(in_channels, "in_channels", low=1)
+        out_channels = V.check_int(out_channels, "out_channels", low=1)
+        stride = V.check_int(stride, "stride", low=1)
         self.conv1 = LorentzConv2d(in_channels, out_channels, 3, stride, 1, curvature)
         self.norm1 = GyroLBN(out_channels, curvature)
         self.conv2 = LorentzConv2d(out_channels, out_channels, 3, 1, 1, curvature)
@@ -126,6 +167,7 @@ class LorentzBasicBlock(nn.Module):
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # conv1 checks x (points on the manifold, (B, H, W, 1 + C_in)) unless inside a model
         out = self.norm2(self.conv2(self.act(self.norm1(self.conv1(x)))))
         return self.act(self.residual(self.shortcut(x), out))
 
@@ -149,8 +191,9 @@ class LorentzResNet18(nn.Module):
         blocks: tuple[int, ...] = (2, 2, 2, 2),
     ) -> None:
         super().__init__()
-        if width < 1 or num_classes < 2 or in_channels < 1:
-            raise ValueError("width and in_channels must be positive and num_classes >= 2")
+        num_classes, width, in_channels, blocks = _check_resnet_sizes(
+            num_classes, width, in_channels, blocks
+        )
         self.c = ops.curvature_scale(curvature)
         self.in_channels = in_channels
         self.stem = nn.Sequential(
@@ -171,12 +214,7 @@ class LorentzResNet18(nn.Module):
         _trust_inner_points(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.dim() != 4 or images.shape[1] != self.in_channels:
-            raise ValueError(
-                f"expected images (B, {self.in_channels}, H, W), got {tuple(images.shape)}"
-            )
-        if not torch.is_floating_point(images):
-            raise TypeError(f"images must be a floating tensor, got {images.dtype}")
+        _check_images(images, self.in_channels)
         h = ops.lift(images.permute(0, 2, 3, 1), self.c)
         return self.head(self.pool(self.blocks(self.stem(h))))
 
@@ -211,8 +249,9 @@ class ResNet18(nn.Module):
         blocks: tuple[int, ...] = (2, 2, 2, 2),
     ) -> None:
         super().__init__()
-        if width < 1 or num_classes < 2 or in_channels < 1:
-            raise ValueError("width and in_channels must be positive and num_classes >= 2")
+        num_classes, width, in_channels, blocks = _check_resnet_sizes(
+            num_classes, width, in_channels, blocks
+        )
         self.in_channels = in_channels
         self.stem = nn.Sequential(
             nn.Conv2d(in_channels, width, 3, 1, 1), nn.BatchNorm2d(width), nn.ReLU()
@@ -228,8 +267,5 @@ class ResNet18(nn.Module):
         self.head = nn.Linear(channels, num_classes)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.dim() != 4 or images.shape[1] != self.in_channels:
-            raise ValueError(
-                f"expected images (B, {self.in_channels}, H, W), got {tuple(images.shape)}"
-            )
+        _check_images(images, self.in_channels)
         return self.head(self.blocks(self.stem(images)).mean((2, 3)))

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from iclr26 import validation as V
+
 EPS = {torch.float32: 1e-7, torch.float64: 1e-15}
 
 
@@ -68,9 +70,8 @@ def acosh(u: torch.Tensor) -> torch.Tensor:
 
 
 def curvature_scale(curvature: float) -> float:
-    """``c = sqrt(-K)``; raises for a non-negative curvature."""
-    if not curvature < 0:
-        raise ValueError(f"the curvature K must be negative, got {curvature}")
+    """``c = sqrt(-K)``; raises for a non-negative, NaN or infinite curvature."""
+    curvature = V.check_scalar(curvature, "curvature", high=0.0, high_open=True)
     return math.sqrt(-curvature)
 
 
@@ -106,14 +107,24 @@ def constraint_error(x: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     return (inner(x, x) + 1.0 / c**2).abs()
 
 
-def check_on_manifold(x: torch.Tensor, c: float = 1.0, name: str = "input") -> None:
-    """Raise ``ValueError`` unless every point of ``x`` lies on the upper sheet."""
-    if not torch.is_floating_point(x):
-        raise TypeError(f"{name} must be a floating tensor, got {x.dtype}")
+def check_points(x: torch.Tensor, name: str = "x", size: int | None = None) -> torch.Tensor:
+    """A non-empty floating tensor of points ``(..., 1 + n)`` without NaN/inf (and with
+    ``1 + n == size`` when given); the message names the argument."""
+    V.check_tensor(x, name, min_ndim=1, floating=True)
+    if size is not None and x.shape[-1] != size:
+        raise ValueError(f"{name} must hold points of size {size}, got {x.shape[-1]}")
+    return x
+
+
+def check_on_manifold(
+    x: torch.Tensor, c: float = 1.0, name: str = "x", size: int | None = None
+) -> None:
+    """:func:`check_points`, then ``ValueError`` unless every point lies on the upper sheet."""
+    check_points(x, name, size)
     tol = 1e-3 if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else 1e-8
     scale = 1.0 + x[..., 0].abs() ** 2 * c**2
     rel = constraint_error(x, c) * c**2 / scale
-    if (x[..., 0] <= 0).any() or (rel > tol).any() or not torch.isfinite(x).all():
+    if (x[..., 0] <= 0).any() or (rel > tol).any():
         raise ValueError(
             f"{name} is not on the Lorentz hyperboloid (-x_t^2 + |x_s|^2 = 1/K, x_t > 0)"
         )
@@ -231,7 +242,16 @@ def log_radius_scale(block_dim: int, blocks: int) -> float:
 
 def lorentz_concat(points: torch.Tensor, c: float = 1.0, scaled: bool = True) -> torch.Tensor:
     """Concatenate ``N`` points ``(..., N, 1+n)`` into one ``(..., 1 + N n)`` point: the spatial
-    parts are joined and multiplied by :func:`log_radius_scale` (``scaled=False``: by 1)."""
+    parts are joined and multiplied by :func:`log_radius_scale` (``scaled=False``: by 1).
+    Only the spatial parts are read (the time coordinate is recomputed), so points slightly
+    off the hyperboloid are projected; ``points`` must be finite, ``c > 0``."""
+    V.check_tensor(points, "points", min_ndim=2, floating=True)
+    if points.shape[-1] < 2:
+        raise ValueError(
+            f"points must have a spatial part (last size >= 2), got {points.shape[-1]}"
+        )
+    c = V.check_scalar(c, "c", low=0.0, low_open=True)
+    V.check_bool(scaled, "scaled")
     blocks, n = points.shape[-2], points.shape[-1] - 1
     spatial = points[..., 1:].reshape(*points.shape[:-2], blocks * n)
     if scaled and blocks > 1:

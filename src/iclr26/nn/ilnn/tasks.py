@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.data import as_rng
 
 
@@ -36,9 +37,16 @@ def phylo_dna(
     substitutions and a random circular shift of up to ``max_shift``. The tree depends on
     ``tree_seed`` only, so train and test sets share it.
     """
+    n = V.check_int(n, "n", low=1)
+    n_leaves = V.check_int(n_leaves, "n_leaves", low=2)
+    length = V.check_int(length, "length", low=1)
+    mut_rate = V.check_probability(mut_rate, "mut_rate")
+    noise = V.check_probability(noise, "noise")
+    max_shift = V.check_int(max_shift, "max_shift", low=0)
     depth = int(np.log2(n_leaves))
-    if 2**depth != n_leaves or not 1 <= class_depth <= depth:
-        raise ValueError("n_leaves must be a power of two and 1 <= class_depth <= log2(n_leaves)")
+    if 2**depth != n_leaves:
+        raise ValueError(f"n_leaves must be a power of two, got {n_leaves}")
+    class_depth = V.check_int(class_depth, "class_depth", low=1, high=depth)
     tree_rng = np.random.default_rng(tree_seed)
     level = tree_rng.integers(0, 4, (1, length))
     for _ in range(depth):

@@ -15,14 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from iclr26.nn.nrgpt.energy import (
-    attention_energy,
-    attention_energy_grad,
-    ff1_energy,
-    ff1_energy_grad,
-    ff2w_energy,
-    ff2w_energy_grad,
-)
+from iclr26 import validation as V
+from iclr26.nn.nrgpt.energy import ACTIVATIONS
+from iclr26.nn.nrgpt.energy import _attention_energy as attention_energy
+from iclr26.nn.nrgpt.energy import _attention_energy_grad as attention_energy_grad
+from iclr26.nn.nrgpt.energy import _ff1_energy as ff1_energy
+from iclr26.nn.nrgpt.energy import _ff1_energy_grad as ff1_energy_grad
+from iclr26.nn.nrgpt.energy import _ff2w_energy as ff2w_energy
+from iclr26.nn.nrgpt.energy import _ff2w_energy_grad as ff2w_energy_grad
 
 FF_KINDS = ("ff1", "ff2w")
 ETA_KINDS = ("diag_gamma", "psd", "free")
@@ -48,24 +48,28 @@ class NRGPTConfig:
     context: int = 128
 
     def __post_init__(self) -> None:
-        if self.vocab_size < 2 or self.d_model < 1 or self.n_heads < 1 or self.steps < 1:
-            raise ValueError("vocab_size >= 2, d_model, n_heads and steps >= 1 are required")
-        if self.context < 1 or self.ff_mult < 1:
-            raise ValueError("context and ff_mult must be positive")
-        if self.ff not in FF_KINDS:
-            raise ValueError(f"unknown ff {self.ff!r}; valid: {', '.join(FF_KINDS)}")
-        if self.eta not in ETA_KINDS:
-            raise ValueError(f"unknown eta {self.eta!r}; valid: {', '.join(ETA_KINDS)}")
-        if self.norm not in NORMS:
-            raise ValueError(f"unknown norm {self.norm!r}; valid: {', '.join(NORMS)}")
+        self.vocab_size = V.check_int(self.vocab_size, "vocab_size", low=2)
+        self.d_model = V.check_int(self.d_model, "d_model", low=1)
+        self.n_heads = V.check_int(self.n_heads, "n_heads", low=1)
+        self.head_dim = V.check_int(self.head_dim, "head_dim", low=1, allow_none=True)
+        self.steps = V.check_int(self.steps, "steps", low=1)
+        self.ff_mult = V.check_int(self.ff_mult, "ff_mult", low=1)
+        self.context = V.check_int(self.context, "context", low=1)
+        V.check_choice(self.ff, "ff", FF_KINDS)
+        V.check_choice(self.act, "act", ACTIVATIONS)
+        V.check_choice(self.eta, "eta", ETA_KINDS)
+        V.check_choice(self.norm, "norm", NORMS)
         if self.eta == "diag_gamma" and self.norm == "none":
             raise ValueError("eta='diag_gamma' needs a norm with a scale gamma; use eta='psd'")
-        if self.eta_init <= 0:
-            raise ValueError("eta_init must be positive")
+        self.eta_init = V.check_scalar(self.eta_init, "eta_init", low=0.0, low_open=True)
+        self.per_step_eta = V.check_bool(self.per_step_eta, "per_step_eta")
+        self.include_self = V.check_bool(self.include_self, "include_self")
         if self.head_dim is None:
             self.head_dim = max(1, self.d_model // self.n_heads)
         if self.beta is None:
             self.beta = 1.0 / math.sqrt(self.head_dim)
+        # the inverse temperature of the log-sum-exp energy: beta <= 0 flips or kills it
+        self.beta = V.check_scalar(self.beta, "beta", low=0.0, low_open=True)
 
 
 def _make_norm(kind: str, d: int) -> nn.Module:
@@ -77,14 +81,19 @@ def _make_norm(kind: str, d: int) -> nn.Module:
 
 
 def _check_tokens(idx: torch.Tensor, vocab: int, context: int) -> None:
-    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int32):
-        raise TypeError("token ids must be an integer tensor of shape (B, N)")
-    if idx.ndim != 2:
-        raise ValueError(f"token ids must have shape (B, N), got {tuple(idx.shape)}")
+    V.check_tensor(idx, "idx", ndim=2, integer=True)
+    if idx.dtype not in (torch.long, torch.int32):  # what nn.Embedding accepts
+        raise TypeError(f"idx must be an int64 or int32 tensor, got {idx.dtype}")
     if idx.shape[1] > context:
-        raise ValueError(f"sequence length {idx.shape[1]} exceeds the context {context}")
-    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= vocab):
-        raise ValueError(f"token ids must lie in [0, {vocab})")
+        raise ValueError(f"idx: sequence length {idx.shape[1]} exceeds the context {context}")
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo < 0 or hi >= vocab:
+        raise ValueError(f"idx must hold token ids in [0, {vocab}), got [{lo}, {hi}]")
+
+
+def _check_steps(steps: int | None, default: int) -> int:
+    """``None`` -> the trained number of steps; otherwise a non-negative integer."""
+    return default if steps is None else V.check_int(steps, "steps", low=0)
 
 
 class _Embedding(nn.Module):
@@ -105,7 +114,7 @@ class NRGPT(nn.Module):
     def __init__(self, cfg: NRGPTConfig) -> None:
         super().__init__()
         if not isinstance(cfg, NRGPTConfig):
-            raise TypeError("NRGPT expects an NRGPTConfig")
+            raise TypeError(f"cfg must be an NRGPTConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         d, h, e = cfg.d_model, cfg.n_heads, cfg.head_dim
         self.embed = _Embedding(cfg.vocab_size, d, cfg.context)
@@ -130,6 +139,8 @@ class NRGPT(nn.Module):
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(x)
 
+    # the model's own states and weights: the unchecked energy functions (the public ones
+    # validate their arguments, which would cost a pass over the states at every step)
     def token_energy(self, g: torch.Tensor) -> torch.Tensor:
         """``E_A`` of every token given the normalised states ``g`` (B, N, D) -> (B, N)."""
         c = self.cfg
@@ -164,7 +175,7 @@ class NRGPT(nn.Module):
 
     def hidden(self, idx: torch.Tensor, steps: int | None = None) -> torch.Tensor:
         _check_tokens(idx, self.cfg.vocab_size, self.cfg.context)
-        steps = self.cfg.steps if steps is None else steps
+        steps = _check_steps(steps, self.cfg.steps)
         x = self.embed(idx)
         for t in range(steps):
             x = self.step(x, min(t, self.cfg.steps - 1))
@@ -181,7 +192,7 @@ class NRGPT(nn.Module):
         Beyond the trained number of steps the last step's inference rate is reused.
         """
         _check_tokens(idx, self.cfg.vocab_size, self.cfg.context)
-        steps = self.cfg.steps if steps is None else steps
+        steps = _check_steps(steps, self.cfg.steps)
         x = self.embed(idx)
         energies = [self.token_energy(self.normalise(x))]
         for t in range(steps):
@@ -193,8 +204,9 @@ class NRGPT(nn.Module):
 class _Attention(nn.Module):
     def __init__(self, d: int, n_heads: int) -> None:
         super().__init__()
+        n_heads = V.check_int(n_heads, "n_heads", low=1)
         if d % n_heads:
-            raise ValueError("d_model must be divisible by n_heads")
+            raise ValueError(f"d_model must be divisible by n_heads, got {d} and {n_heads}")
         self.n_heads = n_heads
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -214,6 +226,9 @@ class _MLP(nn.Sequential):
 class _GPTModel(nn.Module):
     def __init__(self, vocab_size: int, d_model: int, context: int) -> None:
         super().__init__()
+        vocab_size = V.check_int(vocab_size, "vocab_size", low=2)
+        d_model = V.check_int(d_model, "d_model", low=1)
+        context = V.check_int(context, "context", low=1)
         self.vocab_size, self.context = vocab_size, context
         self.embed = _Embedding(vocab_size, d_model, context)
         self.final_norm = nn.LayerNorm(d_model)
@@ -237,9 +252,8 @@ class GPTRecParallel(_GPTModel):
         context: int = 128,
     ) -> None:
         super().__init__(vocab_size, d_model, context)
-        if steps < 1:
-            raise ValueError("steps must be >= 1")
-        self.steps = steps
+        self.steps = V.check_int(steps, "steps", low=1)
+        ff_mult = V.check_int(ff_mult, "ff_mult", low=1)
         self.norm = nn.LayerNorm(d_model)
         self.attn = _Attention(d_model, n_heads)
         self.mlp = _MLP(d_model, ff_mult)
@@ -275,8 +289,8 @@ class GPT(_GPTModel):
         context: int = 128,
     ) -> None:
         super().__init__(vocab_size, d_model, context)
-        if n_layers < 1:
-            raise ValueError("n_layers must be >= 1")
+        n_layers = V.check_int(n_layers, "n_layers", low=1)
+        ff_mult = V.check_int(ff_mult, "ff_mult", low=1)
         self.blocks = nn.ModuleList(_GPTBlock(d_model, n_heads, ff_mult) for _ in range(n_layers))
 
     def hidden(self, x: torch.Tensor) -> torch.Tensor:
@@ -286,4 +300,7 @@ class GPT(_GPTModel):
 
 
 def n_params(model: nn.Module) -> int:
+    """Trainable parameters of ``model``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

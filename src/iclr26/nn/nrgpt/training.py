@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
 from iclr26.nn.nrgpt.data import random_windows
 from iclr26.nn.nrgpt.listops import ListOpsBatch
 from iclr26.nn.nrgpt.model import n_params
@@ -50,8 +51,18 @@ def train_lm(
     eval_windows: int = 64,
 ) -> LMLog:
     """AdamW next-token training with periodic train/val loss on fixed windows."""
-    if steps < 1 or batch < 1:
-        raise ValueError("steps and batch must be positive")
+    _check_model(model)
+    for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+        V.check_tensor(ids, name, ndim=1, integer=True, low=0)
+    steps = V.check_int(steps, "steps", low=1)
+    batch = V.check_int(batch, "batch", low=1)
+    context = V.check_int(context, "context", low=1)
+    lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    eval_every = V.check_int(eval_every, "eval_every", low=1)
+    eval_windows = V.check_int(eval_windows, "eval_windows", low=1)
+    for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+        if len(ids) <= context + 1:
+            raise ValueError(f"{name} has {len(ids)} tokens, fewer than context + 2")
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     log = LMLog()
@@ -74,6 +85,22 @@ def train_lm(
     return log
 
 
+def _check_model(model) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+
+
+def _check_listops(data, name: str) -> None:
+    if not isinstance(data, ListOpsBatch):
+        raise TypeError(f"{name} must be a ListOpsBatch, got {type(data).__name__}")
+    V.check_tensor(data.tokens, f"{name}.tokens", ndim=2, integer=True, low=0)
+    n = data.tokens.shape[0]
+    V.check_tensor(data.answer_pos, f"{name}.answer_pos", shape=(n,), integer=True, low=0)
+    V.check_tensor(data.answers, f"{name}.answers", shape=(n,), integer=True, low=0)
+    if int(data.answer_pos.max()) >= data.tokens.shape[1]:
+        raise ValueError(f"{name}.answer_pos points past the end of the token rows")
+
+
 def answer_logits(model: nn.Module, data: ListOpsBatch) -> torch.Tensor:
     length = int(data.answer_pos.max()) + 1
     logits = model(data.tokens[:, :length])
@@ -82,6 +109,10 @@ def answer_logits(model: nn.Module, data: ListOpsBatch) -> torch.Tensor:
 
 @torch.no_grad()
 def listops_accuracy(model: nn.Module, data: ListOpsBatch, batch: int = 512) -> float:
+    """Fraction of expressions whose answer token is predicted at the ``=`` position."""
+    _check_model(model)
+    _check_listops(data, "data")
+    batch = V.check_int(batch, "batch", low=1)
     was = model.training
     model.eval()
     correct = 0
@@ -102,7 +133,13 @@ def train_listops(
     lr: float = 3e-3,
     seed: int = 0,
 ) -> float:
-    """AdamW on the answer token only; returns training tokens per second."""
+    """AdamW on the answer token only; returns training tokens per second (wall clock of
+    the steps, for information: claims time with ``iclr26.claims.timeit``)."""
+    _check_model(model)
+    _check_listops(train, "train")
+    steps = V.check_int(steps, "steps", low=1)
+    batch = V.check_int(batch, "batch", low=1)
+    lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
