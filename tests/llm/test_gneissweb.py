@@ -110,6 +110,64 @@ def test_dedup_bad_input():
         ShardedExactSubstringDedup().dedup_shard("one string")
 
 
+def test_dedup_rejects_non_string_documents_naming_them():
+    with pytest.raises(TypeError, match=r"texts\[1\] is int.*texts\[2\] is NoneType"):
+        ShardedExactSubstringDedup().dedup_shard(["fine text", 7, None])
+
+
+# Different documents in scripts the WordPiece vocabulary cannot spell: they all tokenize to
+# runs of [UNK], and must not be taken for copies of each other. Such text falls back to UTF-8
+# bytes (as in the recipe's byte-level GPT-2 tokenizer), so 50 tokens span ~17 Ethiopic
+# characters; these documents share no such run.
+ETHIOPIC = [
+    "ሰላም ለዓለም ይህ የመጀመሪያው ሰነድ ነው ስለ ወንዝ እና ስለ ተራራ ይናገራል",
+    "ዛሬ ገበያ ሄድኩ ብዙ ፍራፍሬ ገዛሁ ሙዝ ብርቱካን እና ማንጎ ነበሩ በጣም ጣፋጭ",
+    "ተማሪዎች ትምህርት ቤት ውስጥ ሂሳብ እና ታሪክ ይማራሉ መምህሩ ደግ ነው",
+]
+EMOJI = ["".join(chr(0x1F600 + i) for i in range(40)), "".join(chr(0x1F400 + i) for i in range(40))]
+
+
+def test_dedup_is_lossless_for_scripts_outside_the_vocabulary():
+    dedup = ShardedExactSubstringDedup()
+    docs = ETHIOPIC + EMOJI
+    out, report = dedup.dedup_shard(docs)
+    assert out == docs and report.chars_removed == 0
+    # a real copy in those scripts is still found and removed
+    copied = [ETHIOPIC[0], "መግቢያ። " + ETHIOPIC[0], EMOJI[0], "🙂 " + EMOJI[0]]
+    out, report = dedup.dedup_shard(copied)
+    assert out[0] == copied[0] and out[2] == copied[2]
+    assert out[1].strip() == "መግቢያ።" and out[3].strip() == "🙂"
+
+
+def test_dedup_tells_case_accents_and_spacing_apart():
+    base = "the parser module reads a configuration file and reports every problem it finds"
+    docs = [base, base.upper(), base.replace("file", "fílé"), base.replace(" ", "  ")]
+    out, report = ShardedExactSubstringDedup(length_threshold=10).dedup_shard(docs)
+    assert out == docs and report.chars_removed == 0
+    out, _ = ShardedExactSubstringDedup(length_threshold=10).dedup_shard([base, "So " + base])
+    # as with GPT-2's "the" / " the", a word at a document's start is a different token
+    # from the same word after a space, so the match starts one word later
+    assert out[1].strip() == "So the"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Café ሰላም 👋 hello  world,x\tunaffable una ffable\n",
+        "  leading and trailing  \n",
+        "ÅNGSTRÖM naïve CAPS MiXeD ##hash [UNK] \u200b zero\u00a0width",
+        "",
+    ],
+)
+def test_lossless_stream_decodes_to_the_text(text):
+    from iclr26.llm.gneissweb.tokenizer import TokenizerAdapter
+
+    adapter = TokenizerAdapter()
+    ids, spans = adapter.encode_lossless([text])[0]
+    assert adapter.decode_lossless(ids) == text
+    assert spans.shape == (len(ids), 2)
+
+
 def test_exact_line_dedup():
     out, removed = exact_line_dedup(["a\nb\n", "b\nc\n"])
     assert out == ["a\nb\n", "c\n"] and removed == [[], [(0, 2)]]
@@ -230,6 +288,44 @@ def test_malformed_input_is_reported_never_lost(tmp_path, small_recipe):
     assert "invalid UTF-8" in problems and "broken JSON" in problems and "missing" in problems
     rejected = (tmp_path / "out" / "rejected" / "a.jsonl").read_text().splitlines()
     assert len(rejected) == 4 and all("raw" in json.loads(r) for r in rejected)
+
+
+def test_gz_and_upper_case_shards_are_read_and_others_reported(tmp_path):
+    import gzip
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = [json.dumps({"id": i, "text": f"document number {i} about modules"}) for i in range(3)]
+    with gzip.open(folder / "a.jsonl.gz", "wt") as fh:
+        fh.write("\n".join(rows) + "\n")
+    (folder / "B.JSONL").write_text("\n".join(rows) + "\n")
+    (folder / "notes.txt").write_text("not a shard")
+    (folder / "sub").mkdir()
+    pipe = GneissWebPipeline(steps=("dedup",))
+    report = pipe.run(folder, tmp_path / "out", num_workers=1)
+    assert report["shards_total"] == 2 and report["documents_in"] == 6
+    assert {f["name"] for f in report["skipped_files"]} == {"notes.txt", "sub"}
+    assert "notes.txt" in (tmp_path / "out" / "report.md").read_text()
+    with gzip.open(tmp_path / "out" / "kept" / "a.jsonl.gz", "rt") as fh:
+        assert len(fh.read().splitlines()) == 3
+    assert len((tmp_path / "out" / "kept" / "B.JSONL").read_text().splitlines()) == 3
+
+
+def test_shards_with_the_same_stem_keep_all_their_rows(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"text": "first jsonl document"}\n{broken\n')
+    pq.write_table(pa.table({"text": ["a parquet document", None]}), folder / "a.parquet")
+    report = GneissWebPipeline(steps=("dedup",)).run(folder, tmp_path / "out", num_workers=1)
+    assert report["documents_in"] == 4 and report["rejected"] == 2
+    out = tmp_path / "out"
+    assert len((out / "rejected" / "a.jsonl").read_text().splitlines()) == 1
+    assert pq.read_table(out / "rejected" / "a.parquet").num_rows == 1
+    assert len((out / "kept" / "a.jsonl").read_text().splitlines()) == 1
+    assert pq.read_table(out / "kept" / "a.parquet").num_rows == 1
 
 
 def test_parquet_round_trip_adds_recipe_columns(tmp_path, small_recipe):

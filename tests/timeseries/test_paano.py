@@ -66,7 +66,7 @@ def test_encoder_shapes(channels):
     assert z.shape == (4, 256)
     assert torch.allclose(z.norm(dim=1), torch.ones(4), atol=1e-5)
     assert enc.pretext_logit(h, h).shape == (4,)
-    with pytest.raises(ValueError, match="expected patches"):
+    with pytest.raises(ValueError, match="x must have shape"):
         enc(torch.randn(4, channels + 1, 64))
 
 
@@ -201,7 +201,7 @@ def test_multivariate_and_pandas_input():
         (np.r_[_sine(100), np.nan], ValueError, "NaN"),
         (_sine(10), ValueError, "too short"),
         (np.ones(200), ValueError, "constant"),
-        (np.zeros((10, 2, 2)), ValueError, "shape"),
+        (np.zeros((10, 2, 2)), ValueError, "dimension"),
         (np.array(["a", "b"]), TypeError, "numeric"),
     ],
 )
@@ -327,6 +327,68 @@ def test_detect_command_bad_input(tmp_path, capsys):
     assert _detect([str(path), "--detector", "pca"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("iclr26 detect: error:") for line in err)
+
+
+def test_detect_command_refuses_blank_lines_naming_them(tmp_path, capsys):
+    # a blank line in a one-column CSV is a missing value; skipping it would shift every
+    # later time step by one
+    values = [f"{v:.4f}" for v in _sine(300)]
+    values[9] = ""
+    values[120] = ""
+    path = tmp_path / "gaps.csv"
+    path.write_text("value\n" + "\n".join(values) + "\n\n")
+    assert _detect([str(path), "--detector", "pca"]) == 2
+    err = capsys.readouterr().err
+    assert "missing values" in err and "11, 122" in err  # header is line 1
+    # a trailing blank line is not data
+    path.write_text("value\n" + "\n".join(f"{v:.4f}" for v in _sine(300)) + "\n\n")
+    assert _detect([str(path), "--detector", "pca", "--out", str(tmp_path / "s.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "s.csv")) == 300
+
+
+def test_tsb_ad_loader_refuses_blank_lines(tmp_path):
+    path = tmp_path / "001_Demo_id_1_Sensor_tr_100_1st_150.csv"
+    rows = [f"{v:.3f},0" for v in _sine(300)]
+    rows[40] = ""
+    path.write_text("Data,Label\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match="missing values .* 42"):
+        load_tsb_ad_csv(path)
+
+
+def _clean_series(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return np.sin(2 * np.pi * t / 50) + 0.3 * np.sin(2 * np.pi * t / 13) + 0.1 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("contamination", [0.01, 0.05])
+def test_flagged_fraction_on_clean_data_follows_contamination(contamination):
+    # the threshold comes from training patches scored against bank entries that do not
+    # overlap them; scored against a bank that holds them it would flag most new steps
+    x = _clean_series()
+    det = PaAno(
+        patch_size=32, n_iters=3, batch_size=32, width_mult=0.25, contamination=contamination
+    ).fit(x[:1200])
+    flagged = det.predict(x[1200:]).mean()
+    assert flagged <= 2 * contamination
+    in_sample = det.memory_.score(det.train_embeddings_)
+    biased = np.percentile(spread_to_time_steps(in_sample, 32), 100 * (1 - contamination))
+    assert (det.decision_function(x[1200:]) > biased).mean() > 5 * contamination
+    assert det.threshold_ > biased
+    knn = SubKNN(contamination=contamination).fit(x[:1200])
+    assert knn.predict(x[1200:]).mean() <= 2 * contamination
+
+
+def test_held_out_score_leaves_out_overlapping_entries():
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(40, 3)).astype(np.float32)
+    bank = MemoryBank(top_k=2).fit(emb, ratio=1.0, min_size=0)
+    held = bank.held_out_score(emb, exclusion=5)
+    for i in (0, 17, 39):
+        far = [j for j in range(40) if abs(j - i) >= 5]
+        d = np.sort(np.linalg.norm(emb[far] - emb[i], axis=1))[:2]
+        assert held[i] == pytest.approx(d.mean(), rel=1e-5)
+    assert np.all(held > bank.score(emb))
 
 
 # ------------------------------------------------------------------ claims at smoke scale

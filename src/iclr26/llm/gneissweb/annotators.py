@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from iclr26.llm.gneissweb.tokenizer import MINILM, TokenizerAdapter
+from iclr26 import validation as V
+from iclr26.llm.gneissweb.tokenizer import MINILM, TokenizerAdapter, check_texts
 
 _SENTENCE = re.compile(r"\b[^.!?]+[.!?]*", re.UNICODE)
 _PUNCT_KEEP_APOSTROPHE = re.compile(r"[^\w\s']")
@@ -40,7 +41,7 @@ def mcalpine_eflaw(text: str) -> float:
     easier; 0 for an empty text.
     """
     if not isinstance(text, str):
-        raise TypeError("mcalpine_eflaw takes a string")
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
     n_sentences = _sentence_count(text)
     if n_sentences == 0:
         return 0.0
@@ -53,6 +54,7 @@ class ReadabilityAnnotator:
     column = "mcalpine_eflaw_textstat"
 
     def annotate(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        texts = check_texts(texts)
         return {self.column: np.array([mcalpine_eflaw(t) for t in texts], dtype=float)}
 
 
@@ -63,7 +65,7 @@ class ExtremeTokenizedAnnotator:
         self.tokenizer = TokenizerAdapter(tokenizer)
 
     def annotate(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        texts = list(texts)
+        texts = check_texts(texts)
         n_tokens = self.tokenizer.count(texts).astype(float)
         n_chars = np.array([len(t) for t in texts], dtype=float)
         size_kb = np.array([len(t.encode("utf-8")) for t in texts], dtype=float) / 1024.0
@@ -82,10 +84,11 @@ def calibrate_thresholds(
     ``target_ratios`` returned. Used to carry the recipe's StarCoder-based extreme-token
     bounds over to the tokenizer in use.
     """
-    reference = np.sort(np.asarray(reference_ratios, dtype=float))
-    target = np.asarray(target_ratios, dtype=float)
-    if reference.size == 0 or target.size == 0:
-        raise ValueError("calibration needs non-empty ratio samples")
+    bounds = V.check_array(np.atleast_1d(bounds), "bounds", ndim=1, dtype=np.float64)
+    reference = np.sort(
+        V.check_array(reference_ratios, "reference_ratios", ndim=1, dtype=np.float64)
+    )
+    target = V.check_array(target_ratios, "target_ratios", ndim=1, dtype=np.float64)
     qs = [np.searchsorted(reference, b, side="right") / reference.size for b in bounds]
     return [float(np.quantile(target, min(max(q, 0.0), 1.0))) for q in qs]
 
@@ -100,6 +103,10 @@ class HashedNgramClassifier:
         from sklearn.feature_extraction.text import HashingVectorizer
         from sklearn.linear_model import SGDClassifier
 
+        n_features = V.check_int(n_features, "n_features", low=2)
+        alpha = V.check_scalar(alpha, "alpha", low=0.0, low_open=True)
+        epochs = V.check_int(epochs, "epochs", low=1)
+        seed = V.check_int(seed, "seed", low=0)
         self.vectorizer = HashingVectorizer(
             ngram_range=(1, 2), alternate_sign=False, n_features=n_features, norm="l2"
         )
@@ -108,20 +115,23 @@ class HashedNgramClassifier:
         )
 
     def fit(self, texts: Sequence[str], labels: Sequence[str]) -> HashedNgramClassifier:
+        texts = check_texts(texts)
         labels = np.asarray(labels)
-        if len(texts) != len(labels):
-            raise ValueError("texts and labels differ in length")
+        if labels.ndim != 1 or len(texts) != len(labels):
+            raise ValueError(
+                f"labels must hold one label per text: {len(texts)} texts, labels {labels.shape}"
+            )
         if np.unique(labels).size < 2:
-            raise ValueError("a classifier needs at least two labels")
+            raise ValueError("labels must hold at least two classes")
         self.model.fit(self.vectorizer.transform(list(texts)), labels)
         self.classes_ = self.model.classes_
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        return self.model.predict_proba(self.vectorizer.transform(list(texts)))
+        return self.model.predict_proba(self.vectorizer.transform(check_texts(texts)))
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        return self.model.predict(self.vectorizer.transform(list(texts)))
+        return self.model.predict(self.vectorizer.transform(check_texts(texts)))
 
 
 class _FastTextModel:
@@ -159,8 +169,13 @@ class FastTextQualityAnnotator:
     """
 
     def __init__(self, model, column: str, positive_label: str = "hq") -> None:
+        V.check_module_attrs(model, "model", ("predict_proba", "classes_"))
+        if not isinstance(column, str) or not column:
+            raise TypeError(f"column must be a column name, got {column!r}")
         if positive_label not in list(model.classes_):
-            raise ValueError(f"label {positive_label!r} is not among {list(model.classes_)}")
+            raise ValueError(
+                f"positive_label {positive_label!r} is not among {list(model.classes_)}"
+            )
         self.model, self.column, self.positive_label = model, column, positive_label
 
     @classmethod
@@ -170,7 +185,7 @@ class FastTextQualityAnnotator:
         return cls(_FastTextModel(path), column, positive_label)
 
     def annotate(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        proba = self.model.predict_proba(list(texts))
+        proba = self.model.predict_proba(check_texts(texts))
         col = list(self.model.classes_).index(self.positive_label)
         return {self.column: proba[:, col]}
 
@@ -179,6 +194,8 @@ class CategoryAnnotator:
     """The category label of each document: the category's name or ``cc`` (not in it)."""
 
     def __init__(self, model, category: str, threshold: float = 0.5) -> None:
+        V.check_module_attrs(model, "model", ("predict_proba", "classes_"))
+        threshold = V.check_probability(threshold, "threshold")
         if category not in list(model.classes_):
             raise ValueError(f"category {category!r} is not among {list(model.classes_)}")
         self.model, self.category, self.threshold = model, category, threshold
@@ -189,7 +206,7 @@ class CategoryAnnotator:
         return cls(_FastTextModel(path), category)
 
     def annotate(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        proba = self.model.predict_proba(list(texts))
+        proba = self.model.predict_proba(check_texts(texts))
         col = list(self.model.classes_).index(self.category)
         labels = np.where(proba[:, col] >= self.threshold, self.category, "cc")
         return {self.column: labels.astype(object)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -98,23 +97,36 @@ def substring_dedup(ctx: Context) -> Result:
     shards = corpus.shards(4)
     mb = sum(len(t.encode()) for t in corpus.texts) / 1e6
     dedup = ShardedExactSubstringDedup(length_threshold=50)
-    t0 = time.perf_counter()
-    ours = _score(shards, _run_ours(dedup, shards))
-    ours_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    line_masks = []
-    for shard in shards:
-        _, removed = exact_line_dedup([d.text for d in shard])
-        line_masks.append([_mask(d.text, s) for d, s in zip(shard, removed)])
-    line_s = time.perf_counter() - t0
-    line = _score(shards, line_masks)
-    t0 = time.perf_counter()
-    mh_masks = []
-    for shard in shards:
-        _, dropped = minhash_dedup([d.text for d in shard])
-        mh_masks.append([np.full(len(d.text), bool(x)) for d, x in zip(shard, dropped)])
-    mh_s = time.perf_counter() - t0
-    minhash = _score(shards, mh_masks)
+    n_bytes = int(mb * 1e6)
+
+    def line_run():
+        masks = []
+        for shard in shards:
+            _, removed = exact_line_dedup([d.text for d in shard])
+            masks.append([_mask(d.text, s) for d, s in zip(shard, removed)])
+        return masks
+
+    def minhash_run():
+        masks = []
+        for shard in shards:
+            _, dropped = minhash_dedup([d.text for d in shard])
+            masks.append([np.full(len(d.text), bool(x)) for d, x in zip(shard, dropped)])
+        return masks
+
+    # one timed run each (the runs are deterministic; the min-of-repeats is not worth the
+    # quick budget here): process CPU time and wall time, bytes and documents beside
+    timed = {
+        name: ctx.timeit(fn, repeat=1, warmup=0).count(bytes=n_bytes, documents=n_docs)
+        for name, fn in (
+            ("ours", lambda: _run_ours(dedup, shards)),
+            ("exact_line", line_run),
+            ("minhash_lsh", minhash_run),
+        )
+    }
+    ours = _score(shards, timed["ours"].value)
+    line = _score(shards, timed["exact_line"].value)
+    minhash = _score(shards, timed["minhash_lsh"].value)
+    ours_s, line_s, mh_s = (timed[k].cpu_s for k in ("ours", "exact_line", "minhash_lsh"))
     by_shards = {}
     for k in (1, 4, 16):
         parts = corpus.shards(k)
@@ -145,10 +157,20 @@ def substring_dedup(ctx: Context) -> Result:
             "docs_per_s": n_docs / ours_s,
             "recall_by_shards": {str(k): v for k, v in by_shards.items()},
             "corpus_mb": mb,
+            "timing": timed["ours"].to_dict(),
         },
         baseline={
-            "exact_line": {**line, "mb_per_s": mb / line_s},
-            "minhash_lsh": {**minhash, "mb_per_s": mb / mh_s, "docs_per_s": n_docs / mh_s},
+            "exact_line": {
+                **line,
+                "mb_per_s": mb / line_s,
+                "timing": timed["exact_line"].to_dict(),
+            },
+            "minhash_lsh": {
+                **minhash,
+                "mb_per_s": mb / mh_s,
+                "docs_per_s": n_docs / mh_s,
+                "timing": timed["minhash_lsh"].to_dict(),
+            },
             "speed_ratio_ours_over_minhash": mh_s / ours_s,
         },
         required={
@@ -325,12 +347,22 @@ def ray_equals_local(ctx: Context) -> Result:
         _write_shards(corpus, work / "in", 4)
         pipeline = GneissWebPipeline(annotators=recipe.annotators, filter=recipe.ensemble)
         timings, reports = {}, {}
+        timing_records = {}
         for backend in ("local", "ray"):
-            t0 = time.perf_counter()
-            reports[backend] = pipeline.run(
-                work / "in", work / backend, backend=backend, num_workers=2
+            # one run each (a second run would skip the finished shards); the work happens in
+            # worker processes, so the wall time is the measure
+            timed = ctx.timeit(
+                lambda backend=backend: pipeline.run(
+                    work / "in", work / backend, backend=backend, num_workers=2
+                ),
+                repeat=1,
+                warmup=0,
+                threads=None,
             )
-            timings[backend] = time.perf_counter() - t0
+            reports[backend] = timed.value
+            timed.count(documents=n_docs, bytes=reports[backend]["bytes_in"], shards=4)
+            timings[backend] = timed.wall_s
+            timing_records[backend] = timed.to_dict()
         # Step seconds are summed over shards, i.e. the throughput of one worker.
         mb = reports["local"]["bytes_in"] / 1e6
         per_step = {
@@ -361,8 +393,11 @@ def ray_equals_local(ctx: Context) -> Result:
             "shards": len(files),
             "ray_docs_per_s": n_docs / timings["ray"],
             "per_step_one_worker": per_step,
+            "timing_ray": timing_records["ray"],
         },
-        baseline={"local": {"docs_per_s": n_docs / timings["local"]}},
+        baseline={
+            "local": {"docs_per_s": n_docs / timings["local"], "timing": timing_records["local"]}
+        },
         required={
             "same shard files": files == ray_files and len(files) > 0,
             "byte-identical kept outputs": all(same),

@@ -9,7 +9,9 @@ from iclr26.llm.gneissweb.pipeline import STEPS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input_dir", help="folder of .jsonl / .parquet shards")
+    parser.add_argument(
+        "input_dir", help="folder of .jsonl, .jsonl.gz or .parquet shards (any case)"
+    )
     parser.add_argument("output_dir", help="folder for kept/, removed/, rejected/ and reports")
     parser.add_argument("--executor", default="local", choices=["local", "ray"])
     parser.add_argument(
@@ -77,4 +79,12 @@ def run(args: argparse.Namespace) -> int:
         f"{report['documents_out']} of {report['documents_in']} documents · "
         f"{report['rejected']} rejected · report in {args.output_dir}/report.md"
     )
+    if report.get("skipped_files"):
+        names = ", ".join(f["name"] for f in report["skipped_files"][:5])
+        more = len(report["skipped_files"]) - 5
+        print(
+            f"{len(report['skipped_files'])} file(s) in the input folder were not read: {names}"
+            + (f" and {more} more" if more > 0 else "")
+            + " (see report.md)"
+        )
     return 0

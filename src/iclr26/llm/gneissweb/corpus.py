@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.data import stdlib_texts
 
 _LETTER = re.compile(r"[^\W\d_]")
@@ -174,10 +175,19 @@ class SyntheticWebCorpus:
     max_files: int | None = None
 
     def __post_init__(self) -> None:
-        if self.n_docs < 12:
-            raise ValueError("n_docs must be at least 12")
-        if not 0 <= self.junk_fraction < 1:
-            raise ValueError("junk_fraction must lie in [0, 1)")
+        self.n_docs = V.check_int(self.n_docs, "n_docs", low=12)
+        V.check_choice(self.split, "split", ("train", "val", "test"))
+        self.junk_fraction = V.check_scalar(
+            self.junk_fraction, "junk_fraction", low=0.0, high=1.0, high_open=True
+        )
+        self.n_boilerplate = V.check_int(self.n_boilerplate, "n_boilerplate", low=0)
+        if len(self.copies) != 2:
+            raise ValueError(f"copies must be (low, high), got {self.copies!r}")
+        lo = V.check_int(self.copies[0], "copies", low=1)
+        hi = V.check_int(self.copies[1], "copies", low=lo)
+        self.copies = (lo, hi)
+        self.seed = V.check_int(self.seed, "seed", low=0)
+        self.max_files = V.check_int(self.max_files, "max_files", low=1, allow_none=True)
         rng = np.random.default_rng(self.seed)
         pool = clean_paragraphs(self.split, self.max_files)
         order = rng.permutation(len(pool))

@@ -1,6 +1,8 @@
 """Exact substring deduplication of one shard with a suffix array (the recipe's first step).
 
-Each document is tokenized and written as uint16 big-endian token bytes behind a unique
+Each document is tokenized losslessly (:meth:`TokenizerAdapter.encode_lossless`: vocabulary
+tokens where they spell the text exactly, UTF-8 bytes elsewhere, so two different texts never
+share a token stream, whatever their script) and written as uint16 big-endian token bytes behind a unique
 6-byte separator (``0xFFFF`` and the 4-byte document index), so that no match crosses two
 documents. The suffix array and LCP array of the shard's byte string (``pydivsufsort``)
 group every token position whose next ``length_threshold`` tokens occur elsewhere in the
@@ -18,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iclr26.llm.gneissweb.tokenizer import MINILM, TokenizerAdapter
+from iclr26 import validation as V
+from iclr26.llm.gneissweb.tokenizer import MINILM, TokenizerAdapter, check_texts
 
 _SEP_BYTES = 6
 
@@ -71,10 +74,22 @@ def duplicate_token_mask(
     """
     from pydivsufsort import divsufsort, kasai
 
-    if length_threshold < 4:
-        raise ValueError("length_threshold must be >= 4 tokens (separator bytes must not match)")
-    if frequency_threshold < 1:
-        raise ValueError("frequency_threshold must be >= 1")
+    length_threshold = V.check_int(length_threshold, "length_threshold", low=4)
+    frequency_threshold = V.check_int(frequency_threshold, "frequency_threshold", low=1)
+    retain_first_copy = V.check_bool(retain_first_copy, "retain_first_copy")
+    if isinstance(token_ids, np.ndarray) or not isinstance(token_ids, list | tuple):
+        raise TypeError("token_ids must be a list of 1-D integer arrays, one per document")
+    checked = []
+    for i, ids in enumerate(token_ids):
+        arr = np.asarray(ids)
+        if arr.ndim != 1:
+            raise ValueError(f"token_ids[{i}] must be 1-D, got {arr.ndim} dimension(s)")
+        if arr.size and arr.dtype.kind not in "iu":
+            raise TypeError(f"token_ids[{i}] must hold integer ids, got dtype {arr.dtype}")
+        if arr.size and (arr.min() < 0 or arr.max() >= 0xFFFF):
+            raise ValueError(f"token_ids[{i}] must hold ids in [0, 65534]")
+        checked.append(arr.astype(np.uint16))
+    token_ids = checked
     masks = [np.zeros(len(t), dtype=bool) for t in token_ids]
     if sum(len(t) for t in token_ids) < length_threshold:
         return masks
@@ -167,24 +182,17 @@ class ShardedExactSubstringDedup:
         tokenizer: str | object = MINILM,
         granularity: str = "span",
     ) -> None:
-        if granularity not in ("span", "line"):
-            raise ValueError("granularity must be 'span' or 'line'")
-        if length_threshold < 4:
-            raise ValueError("length_threshold must be >= 4 tokens")
-        if frequency_threshold < 1:
-            raise ValueError("frequency_threshold must be >= 1")
-        self.length_threshold = int(length_threshold)
-        self.frequency_threshold = int(frequency_threshold)
-        self.retain_first_copy = bool(retain_first_copy)
+        V.check_choice(granularity, "granularity", ("span", "line"))
+        self.length_threshold = V.check_int(length_threshold, "length_threshold", low=4)
+        self.frequency_threshold = V.check_int(frequency_threshold, "frequency_threshold", low=1)
+        self.retain_first_copy = V.check_bool(retain_first_copy, "retain_first_copy")
         self.granularity = granularity
         self.tokenizer = TokenizerAdapter(tokenizer)
 
     def dedup_shard(self, texts: list[str]) -> tuple[list[str], DedupReport]:
         """The shard's texts with repeated spans removed, and a report of what was removed."""
-        if isinstance(texts, str):
-            raise TypeError("dedup_shard takes a list of texts, not one string")
-        texts = [t if isinstance(t, str) else "" for t in texts]
-        encoded = self.tokenizer.encode(texts)
+        texts = check_texts(texts)
+        encoded = self.tokenizer.encode_lossless(texts)
         masks = duplicate_token_mask(
             [ids for ids, _ in encoded],
             self.length_threshold,
@@ -207,6 +215,7 @@ class ShardedExactSubstringDedup:
 
 def exact_line_dedup(texts: list[str]) -> tuple[list[str], list[list[tuple[int, int]]]]:
     """Baseline: drop every non-blank line whose exact text appeared earlier in the shard."""
+    texts = check_texts(texts)
     seen: set[bytes] = set()
     out, removed = [], []
     for text in texts:
@@ -229,6 +238,12 @@ def minhash_dedup(
 ) -> tuple[list[str], list[bool]]:
     """Baseline: document-level near-duplicate removal with ``datasketch`` MinHashLSH."""
     from datasketch import MinHash, MinHashLSH
+
+    texts = check_texts(texts)
+    threshold = V.check_scalar(threshold, "threshold", low=0.0, high=1.0, low_open=True)
+    num_perm = V.check_int(num_perm, "num_perm", low=2)
+    shingle = V.check_int(shingle, "shingle", low=1)
+    seed = V.check_int(seed, "seed", low=0)
 
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
     dropped = []

@@ -14,6 +14,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from iclr26 import validation as V
+from iclr26.llm.gneissweb.tokenizer import check_texts
+
 _TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 
@@ -29,10 +32,14 @@ class KneserNeyTrigramLM:
         vocab: Iterable[str] | None = None,
         uniform_weight: float = 0.01,
     ) -> None:
-        if not 0 < discount < 1:
-            raise ValueError("discount must lie in (0, 1)")
-        self.discount = discount
-        self.uniform_weight = uniform_weight
+        self.discount = V.check_scalar(
+            discount, "discount", low=0.0, high=1.0, low_open=True, high_open=True
+        )
+        self.uniform_weight = V.check_scalar(
+            uniform_weight, "uniform_weight", low=0.0, high=1.0, low_open=True
+        )
+        if isinstance(vocab, str):
+            raise TypeError("vocab must be a collection of words, not one string")
         self.vocab = set(vocab) if vocab is not None else None
 
     def _sentences(self, texts: Iterable[str]) -> Iterable[list[str]]:
@@ -44,11 +51,12 @@ class KneserNeyTrigramLM:
                 yield [BOS, BOS, *toks, EOS]
 
     def fit(self, texts: Iterable[str]) -> KneserNeyTrigramLM:
+        texts = check_texts(texts)
         tri: Counter = Counter()
         for s in self._sentences(texts):
             tri.update(zip(s, s[1:], s[2:]))
         if not tri:
-            raise ValueError("no training text")
+            raise ValueError("texts is empty: no training text")
         self.tri = tri
         self.ctx2 = Counter()  # c(u v .)
         self.types2 = Counter()  # N1+(u v .)
@@ -92,13 +100,16 @@ class KneserNeyTrigramLM:
         return head + d * self.types2[(u, v)] / total * self._p_bi(v, w)
 
     def perplexity(self, texts: Iterable[str]) -> float:
+        if not hasattr(self, "tri"):
+            raise RuntimeError("KneserNeyTrigramLM is not fitted; call fit(texts) first")
+        texts = check_texts(texts)
         log_sum, n = 0.0, 0
         for s in self._sentences(texts):
             for u, v, w in zip(s, s[1:], s[2:]):
                 log_sum += math.log(self.prob(u, v, w))
                 n += 1
         if n == 0:
-            raise ValueError("no evaluation text")
+            raise ValueError("texts is empty: no evaluation text")
         return math.exp(-log_sum / n)
 
 

@@ -20,9 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.llm.gneissweb.dedup import ShardedExactSubstringDedup
 from iclr26.llm.gneissweb.ensemble import EnsembleFilter
-from iclr26.llm.gneissweb.shards import list_shards, read_shard, write_rows
+from iclr26.llm.gneissweb.shards import list_shards, read_shard, shard_format, write_rows
+from iclr26.llm.gneissweb.tokenizer import check_texts
 
 STEPS = ("dedup", "annotate", "filter")
 MANIFEST = "manifest.json"
@@ -38,9 +40,22 @@ class GneissWebPipeline:
     examples_per_reason: int = 3
 
     def __post_init__(self) -> None:
+        if isinstance(self.steps, str):
+            raise TypeError("steps must be a tuple of step names, not one string")
+        if self.dedup is not None:
+            V.check_module_attrs(self.dedup, "dedup", ("dedup_shard",))
+        for i, annotator in enumerate(self.annotators):
+            V.check_module_attrs(annotator, f"annotators[{i}]", ("annotate",))
+        if self.filter is not None:
+            V.check_module_attrs(self.filter, "filter", ("components",))
+        if not isinstance(self.text_column, str) or not self.text_column:
+            raise TypeError(f"text_column must be a column name, got {self.text_column!r}")
+        self.examples_per_reason = V.check_int(
+            self.examples_per_reason, "examples_per_reason", low=0
+        )
         bad = [s for s in self.steps if s not in STEPS]
         if bad or not self.steps:
-            raise ValueError(f"unknown steps {bad}; valid: {', '.join(STEPS)}")
+            raise ValueError(f"steps: unknown steps {bad}; valid: {', '.join(STEPS)}")
         self.steps = tuple(s for s in STEPS if s in self.steps)
         if "dedup" in self.steps and self.dedup is None:
             self.dedup = ShardedExactSubstringDedup()
@@ -52,6 +67,7 @@ class GneissWebPipeline:
     # ------------------------------------------------------------ in memory
 
     def annotate_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        texts = check_texts(texts)
         columns: dict[str, np.ndarray] = {}
         for annotator in self.annotators:
             columns.update(annotator.annotate(list(texts)))
@@ -59,8 +75,9 @@ class GneissWebPipeline:
 
     def annotate(self, frame):
         """pandas in, pandas out: the frame with the recipe's annotation columns added."""
+        V.check_module_attrs(frame, "frame", ("copy", "columns"))
         if self.text_column not in frame:
-            raise KeyError(f"the frame has no {self.text_column!r} column")
+            raise KeyError(f"frame has no {self.text_column!r} column")
         out = frame.copy()
         for name, values in self.annotate_texts(list(frame[self.text_column])).items():
             out[name] = values
@@ -160,13 +177,14 @@ class GneissWebPipeline:
             }
         kept_rows = [r for r, k in zip(rows, keep) if k]
         removed_rows = [r for r, k in zip(rows, keep) if not k]
-        fmt = "parquet" if path.suffix == ".parquet" else "jsonl"
-        stem = path.name[: -len(path.suffix)]
-        summary["bytes_out"] = write_rows(output_dir / "kept" / f"{stem}.{fmt}", kept_rows, fmt)
+        # every output keeps the input's file name and format: names are unique within the
+        # input folder, so two shards never write to the same file (a.jsonl and a.parquet)
+        fmt = shard_format(path)
+        summary["bytes_out"] = write_rows(output_dir / "kept" / path.name, kept_rows, fmt)
         if removed_rows:
-            write_rows(output_dir / "removed" / f"{stem}.{fmt}", removed_rows, fmt)
+            write_rows(output_dir / "removed" / path.name, removed_rows, fmt)
         if records.rejected:
-            write_rows(output_dir / "rejected" / f"{stem}.jsonl", records.rejected, "jsonl")
+            write_rows(output_dir / "rejected" / path.name, records.rejected, fmt)
         summary["documents_out"] = len(kept_rows)
         summary["documents_removed"] = len(removed_rows)
         summary["chars_out"] = sum(len(r[self.text_column]) for r in kept_rows)
@@ -185,11 +203,10 @@ class GneissWebPipeline:
         on_shard: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Process every shard of ``input_dir`` into ``output_dir``; returns the run report."""
-        if backend not in ("local", "ray"):
-            raise ValueError(f"unknown backend {backend!r}; valid: local, ray")
-        if num_workers < 1:
-            raise ValueError("num_workers must be >= 1")
-        shards = list_shards(input_dir)
+        V.check_choice(backend, "backend", ("local", "ray"))
+        num_workers = V.check_int(num_workers, "num_workers", low=1)
+        V.check_bool(force, "force")
+        shards, skipped = list_shards(input_dir)
         output_dir = Path(output_dir)
         output_dir.mkdir(parents=True, exist_ok=True)
         manifest = self._load_manifest(output_dir, force)
@@ -211,6 +228,7 @@ class GneissWebPipeline:
         report["backend"] = backend
         report["seconds_this_run"] = time.perf_counter() - started
         report["skipped_finished_shards"] = len(shards) - len(todo)
+        report["skipped_files"] = skipped
         _write_json(output_dir / "report.json", report)
         (output_dir / "report.md").write_text(report_markdown(report), encoding="utf-8")
         return report
@@ -342,6 +360,9 @@ def report_markdown(report: dict[str, Any]) -> str:
         for reason, entry in removed.items():
             lines.append(f"- {reason}: {entry['documents']} documents")
             lines += [f"  - `{ex[:120]!r}`" for ex in entry["examples"]]
+    if report.get("skipped_files"):
+        lines += ["", "## Files in the input folder that were not read", ""]
+        lines += [f"- `{f['name']}`: {f['reason']}" for f in report["skipped_files"]]
     if report["problems"]:
         lines += ["", "## Input problems", ""]
         lines += [f"- {p}" for p in report["problems"][:50]]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.llm.gneissweb.annotators import (
     CategoryAnnotator,
     ExtremeTokenizedAnnotator,
@@ -52,6 +53,14 @@ def train_recipe(
     seed: int = 0,
 ) -> Recipe:
     """Train the annotators on ``corpus`` and fix every threshold from its clean documents."""
+    V.check_module_attrs(corpus, "corpus", ("texts", "labels"))
+    keep_fraction_of_clean = V.check_scalar(
+        keep_fraction_of_clean, "keep_fraction_of_clean", low=0.0, high=1.0, low_open=True
+    )
+    aggressive_keep_fraction = V.check_scalar(
+        aggressive_keep_fraction, "aggressive_keep_fraction", low=0.0, high=1.0, low_open=True
+    )
+    seed = V.check_int(seed, "seed", low=0)
     texts = np.array(corpus.texts, dtype=object)
     labels = np.array(corpus.labels)
     clean = labels == "clean"
@@ -105,6 +114,9 @@ def default_recipe(seed: int = 0, n_docs: int = 4000) -> Recipe:
     import sklearn
 
     from iclr26.data.stdlib import cache_dir, corpus_fingerprint
+
+    seed = V.check_int(seed, "seed", low=0)
+    n_docs = V.check_int(n_docs, "n_docs", low=12)
 
     key = hashlib.sha256(
         f"{seed}|{n_docs}|{corpus_fingerprint()}|{sklearn.__version__}|v1".encode()

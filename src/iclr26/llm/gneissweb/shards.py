@@ -7,13 +7,26 @@ output, the removed output (with the annotations that removed it), or the reject
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUFFIXES = (".jsonl", ".parquet")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")  # matched without regard to case
+
+
+def shard_format(path: str | Path) -> str | None:
+    """``"jsonl"``, ``"jsonl.gz"`` or ``"parquet"`` by the file name (any case), else None."""
+    name = Path(path).name.lower()
+    if name.endswith(".jsonl.gz"):
+        return "jsonl.gz"
+    if name.endswith(".jsonl"):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return None
 
 
 @dataclass
@@ -26,26 +39,45 @@ class ShardRecords:
     bytes_in: int = 0
 
 
-def list_shards(input_dir: str | Path) -> list[Path]:
+def list_shards(input_dir: str | Path) -> tuple[list[Path], list[dict[str, str]]]:
+    """The shard files of a folder (``.jsonl``, ``.jsonl.gz``, ``.parquet``, any case), and
+    every other entry of the folder with the reason it is not read (never skipped silently)."""
     root = Path(input_dir)
     if not root.is_dir():
-        raise FileNotFoundError(f"input folder {input_dir!r} does not exist")
-    shards = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+        raise FileNotFoundError(f"input folder {str(input_dir)!r} does not exist")
+    shards, skipped = [], []
+    for p in sorted(root.iterdir()):
+        if p.is_dir():
+            skipped.append({"name": p.name, "reason": "a folder (sub-folders are not read)"})
+        elif shard_format(p) is None:
+            skipped.append(
+                {"name": p.name, "reason": "not a shard (.jsonl, .jsonl.gz or .parquet)"}
+            )
+        else:
+            shards.append(p)
     if not shards:
-        raise ValueError(f"no .jsonl or .parquet shards in {input_dir!r}")
-    return shards
+        listed = ", ".join(s["name"] for s in skipped[:5]) or "none"
+        raise ValueError(
+            f"input folder {str(input_dir)!r} has no .jsonl, .jsonl.gz or .parquet shards "
+            f"(other entries: {listed})"
+        )
+    return shards, skipped
 
 
 def read_shard(path: Path, text_column: str = "text") -> ShardRecords:
     out = ShardRecords(bytes_in=path.stat().st_size)
-    if path.suffix == ".parquet":
+    fmt = shard_format(path)
+    if fmt is None:
+        raise ValueError(f"path {path.name!r} is not a .jsonl, .jsonl.gz or .parquet shard")
+    if fmt == "parquet":
         import pyarrow.parquet as pq
 
         table = pq.read_table(path)
         for i, row in enumerate(table.to_pylist()):
-            _accept(out, row, text_column, f"row {i}", raw=None)
+            _accept(out, row, text_column, f"row {i}", raw=None, source=path.name)
         return out
-    with path.open("rb") as fh:
+    opener = gzip.open if fmt == "jsonl.gz" else open
+    with opener(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
@@ -105,10 +137,16 @@ def write_rows(path: Path, rows: list[dict[str, Any]], fmt: str) -> int:
 
         pq.write_table(pa.Table.from_pylist(rows), tmp)
     else:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True, default=_json_default))
-                fh.write("\n")
+        lines = "".join(
+            json.dumps(row, ensure_ascii=False, sort_keys=True, default=_json_default) + "\n"
+            for row in rows
+        ).encode("utf-8")
+        with open(tmp, "wb") as raw:
+            if fmt == "jsonl.gz":  # no name or time in the header: reruns are byte-identical
+                with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as fh:
+                    fh.write(lines)
+            else:
+                raw.write(lines)
     os.replace(tmp, path)
     return path.stat().st_size
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import ot
 
+from iclr26 import validation as V
 from iclr26.timeseries.koopman_ot.metric import eta_heuristic, sgot_cost
-from iclr26.timeseries.koopman_ot.operators import SpectralMeasure
+from iclr26.timeseries.koopman_ot.operators import SpectralMeasure, same_feature_space
 
 
 def _leading_vector(M: np.ndarray) -> np.ndarray:
@@ -37,28 +38,42 @@ def sgot_barycenter(
     a :class:`SpectralMeasure` whose ``operator()`` can be simulated. Measures must share dt and
     the feature dimension.
     """
+    if isinstance(measures, SpectralMeasure) or not hasattr(measures, "__iter__"):
+        raise TypeError("measures must be a list of SpectralMeasure objects")
     measures = list(measures)
     if not measures:
-        raise ValueError("need at least one measure")
-    for m in measures:
+        raise ValueError("measures is empty: need at least one SpectralMeasure")
+    for i, m in enumerate(measures):
         if not isinstance(m, SpectralMeasure):
-            raise TypeError("measures must be SpectralMeasure objects")
+            raise TypeError(f"measures[{i}] must be a SpectralMeasure, got {type(m).__name__}")
     dt = measures[0].dt
     if any(abs(m.dt - dt) > 1e-12 for m in measures):
-        raise ValueError("all measures must share dt (convert before averaging)")
-    if any(m.R.shape[0] != measures[0].R.shape[0] for m in measures):
-        raise ValueError("all measures must live in the same feature space")
+        raise ValueError("measures must all share dt (convert before averaging)")
+    for i, m in enumerate(measures[1:], start=1):
+        same_feature_space(measures[0], m, ("measures[0]", f"measures[{i}]"))
     k = len(measures)
-    gamma = np.full(k, 1.0 / k) if weights is None else np.asarray(weights, dtype=float)
-    if gamma.shape != (k,) or np.any(gamma < 0) or gamma.sum() <= 0:
-        raise ValueError("weights must be k non-negative numbers with a positive sum")
+    if weights is None:
+        gamma = np.full(k, 1.0 / k)
+    else:
+        gamma = V.check_array(weights, "weights", ndim=1, dtype=np.float64, shape=(k,), low=0.0)
+        if gamma.sum() <= 0:
+            raise ValueError("weights must have a positive sum")
     gamma = gamma / gamma.sum()
-    eta = eta_heuristic(dt) if eta is None else float(eta)
+    eta = eta_heuristic(dt) if eta is None else V.check_probability(eta, "eta")
+    n_iter = V.check_int(n_iter, "n_iter", low=1)
+    init = V.check_int(init, "init", low=0, high=k - 1)
+    tol = V.check_scalar(tol, "tol", low=0.0)
     start = measures[init]
-    n_atoms = start.rank if n_atoms is None else int(n_atoms)
+    n_atoms = start.rank if n_atoms is None else V.check_int(n_atoms, "n_atoms", low=1)
     pick = np.arange(n_atoms) % start.rank
+    space = start.feature_space
     bary = SpectralMeasure(
-        start.lam[pick], start.R[:, pick], start.L[:, pick], np.ones(n_atoms), dt
+        start.lam[pick],
+        start.R[:, pick],
+        start.L[:, pick],
+        np.ones(n_atoms),
+        dt,
+        feature_space=space,
     )
     for _ in range(n_iter):
         lam_num = np.zeros(n_atoms, dtype=complex)
@@ -81,7 +96,7 @@ def sgot_barycenter(
         inner = np.sum(L.conj() * R, axis=0)
         L = L / np.conj(np.where(np.abs(inner) > 1e-12, inner, 1e-12))
         shift = float(np.max(np.abs(new_lam - bary.lam)))
-        bary = SpectralMeasure(new_lam, R, L, np.ones(n_atoms), dt)
+        bary = SpectralMeasure(new_lam, R, L, np.ones(n_atoms), dt, feature_space=space)
         if shift < tol:
             break
     return bary

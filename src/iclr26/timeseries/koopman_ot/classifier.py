@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from iclr26 import validation as V
 from iclr26.timeseries.koopman_ot.metric import (
     METRICS,
     distance_matrix,
@@ -16,14 +17,21 @@ from iclr26.timeseries.koopman_ot.metric import (
 from iclr26.timeseries.koopman_ot.operators import FeatureMap, estimate_operator
 
 
-def _as_series_list(X) -> list[np.ndarray]:
+def _as_series_list(X, n_channels: int | None = None) -> list[np.ndarray]:
     if isinstance(X, np.ndarray) and X.ndim == 3:
-        return [np.asarray(x, dtype=float) for x in X]
-    if isinstance(X, (list, tuple)):
-        out = [np.asarray(x, dtype=float) for x in X]
-        if all(x.ndim == 2 for x in out) and len({x.shape[1] for x in out}) == 1:
-            return out
-    raise ValueError("X must be an (n, T, C) array or a list of (T_i, C) arrays with equal C")
+        X = list(X)
+    if not isinstance(X, list | tuple):
+        raise ValueError("X must be an (n, T, C) array or a list of (T_i, C) arrays with equal C")
+    if len(X) == 0:
+        raise ValueError("X is empty: it needs at least one series")
+    out = [
+        V.check_array(x, f"X[{i}]", ndim=2, dtype=np.float64, min_rows=2) for i, x in enumerate(X)
+    ]
+    channels = out[0].shape[1] if n_channels is None else n_channels
+    for i, x in enumerate(out):
+        if x.shape[1] != channels:
+            raise ValueError(f"X[{i}] has {x.shape[1]} channels, expected {channels}")
+    return out
 
 
 def knn_vote(dist: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
@@ -83,17 +91,28 @@ class KoopmanOTClassifier(ClassifierMixin, BaseEstimator):
             )
         return out
 
+    def _check_params(self) -> None:
+        V.check_int(self.rank, "rank", low=1)
+        V.check_choice(self.kernel, "kernel", ("linear", "rbf"))
+        V.check_choice(self.metric, "metric", sorted(METRICS))
+        if self.eta is not None and self.eta != "loo":
+            V.check_probability(self.eta, "eta")
+        if self.eta == "loo":
+            V.check_array(self.eta_grid, "eta_grid", ndim=1, low=0.0, high=1.0)
+        V.check_int(self.k, "k", low=1)
+        V.check_scalar(self.dt, "dt", low=0.0, low_open=True)
+        V.check_scalar(self.reg, "reg", low=0.0, allow_none=True)
+        V.check_int(self.n_landmarks, "n_landmarks", low=1)
+        V.check_int(self.martin_horizon, "martin_horizon", low=1, allow_none=True)
+
     def fit(self, X, y):
-        if self.metric not in METRICS:
-            raise ValueError(f"metric must be one of {sorted(METRICS)}")
-        if int(self.k) < 1:
-            raise ValueError("k must be >= 1")
+        self._check_params()
         series = _as_series_list(X)
         y = np.asarray(y)
-        if y.shape[0] != len(series):
-            raise ValueError("X and y have different numbers of series")
-        if any(s.shape[0] < 2 for s in series):
-            raise ValueError("every series needs at least two time steps")
+        if y.ndim != 1 or y.shape[0] != len(series):
+            raise ValueError(
+                f"y must hold one label per series: {len(series)} series, y has shape {y.shape}"
+            )
         pooled = np.concatenate(series)
         self.mean_ = pooled.mean(axis=0)
         self.std_ = pooled.std(axis=0) + 1e-12
@@ -131,7 +150,7 @@ class KoopmanOTClassifier(ClassifierMixin, BaseEstimator):
         """Spectral measures of new series in the fitted feature space."""
         if not hasattr(self, "train_"):
             raise ValueError("call fit first")
-        return self._measures(_as_series_list(X))
+        return self._measures(_as_series_list(X, len(self.mean_)))
 
     def distances(self, X, metric: str | None = None) -> np.ndarray:
         """Distances (n_test, n_train) between the operators of X and the training operators

@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg
 
+from iclr26 import validation as V
+
 
 def random_orthogonal(dim: int, random_state=None) -> np.ndarray:
+    """A Haar-random orthogonal (dim, dim) matrix."""
+    dim = V.check_int(dim, "dim", low=1)
     rng = np.random.default_rng(random_state)
     q, r = np.linalg.qr(rng.standard_normal((dim, dim)))
     return q * np.sign(np.diag(r))
@@ -19,9 +23,13 @@ def random_orthogonal(dim: int, random_state=None) -> np.ndarray:
 def plane_rotation(dim: int, angle: float, axes: tuple[int, int] = (1, 2)) -> np.ndarray:
     """Givens rotation by ``angle`` in the plane of coordinates ``axes``; the default (1, 2)
     turns the first oscillator's plane (e0, e1) towards (e0, e2), out of its own span."""
-    i, j = axes
-    if not (0 <= i < dim and 0 <= j < dim and i != j):
-        raise ValueError("axes must be two distinct coordinates below dim")
+    dim = V.check_int(dim, "dim", low=2)
+    angle = V.check_scalar(angle, "angle")
+    if len(axes) != 2:
+        raise ValueError(f"axes must be two coordinates, got {axes!r}")
+    i, j = (V.check_int(a, "axes", low=0, high=dim - 1) for a in axes)
+    if i == j:
+        raise ValueError(f"axes must be two distinct coordinates below dim, got {axes!r}")
     rot = np.eye(dim)
     c, s = np.cos(angle), np.sin(angle)
     rot[i, i] = rot[j, j] = c
@@ -31,9 +39,12 @@ def plane_rotation(dim: int, angle: float, axes: tuple[int, int] = (1, 2)) -> np
 
 def oscillator_generator(freqs, decays) -> np.ndarray:
     """Block-diagonal continuous-time generator with eigenvalues -gamma_k +- i omega_k."""
-    freqs, decays = np.atleast_1d(freqs).astype(float), np.atleast_1d(decays).astype(float)
+    freqs = V.check_array(np.atleast_1d(freqs), "freqs", ndim=1, dtype=np.float64)
+    decays = V.check_array(np.atleast_1d(decays), "decays", ndim=1, dtype=np.float64)
     if freqs.shape != decays.shape:
-        raise ValueError("freqs and decays must have the same length")
+        raise ValueError(
+            f"freqs and decays must have the same length, got {freqs.size} and {decays.size}"
+        )
     blocks = [np.array([[-g, -w], [w, -g]]) for w, g in zip(freqs, decays)]
     return scipy.linalg.block_diag(*blocks)
 
@@ -50,14 +61,17 @@ def damped_oscillator(
 ) -> np.ndarray:
     """Trajectories (n_traj, T, dim) of x = Q z, z' = A z, A with eigenvalues -gamma_k +- i w_k,
     observed with Gaussian noise; ``mixing`` Q (dim x dim orthogonal, random when None)."""
-    if not dt > 0 or T < 2 or n_traj < 1 or noise < 0:
-        raise ValueError("need dt > 0, T >= 2, n_traj >= 1 and noise >= 0")
+    dt = V.check_scalar(dt, "dt", low=0.0, low_open=True)
+    T = V.check_int(T, "T", low=2)
+    n_traj = V.check_int(n_traj, "n_traj", low=1)
+    noise = V.check_scalar(noise, "noise", low=0.0)
     gen = oscillator_generator(freqs, decays)
     dim = gen.shape[0]
     rng = np.random.default_rng(random_state)
-    Q = random_orthogonal(dim, rng) if mixing is None else np.asarray(mixing, dtype=float)
-    if Q.shape != (dim, dim):
-        raise ValueError(f"mixing must be ({dim}, {dim})")
+    if mixing is None:
+        Q = random_orthogonal(dim, rng)
+    else:
+        Q = V.check_array(mixing, "mixing", dtype=np.float64, shape=(dim, dim))
     step = scipy.linalg.expm(gen * dt)
     powers = np.empty((T, dim, dim))
     powers[0] = np.eye(dim)
@@ -71,8 +85,10 @@ def damped_oscillator(
 
 def uea_path(name: str, split: str) -> Path:
     """Location of ``<name>_<SPLIT>.ts`` in the installed aeon package (no aeon import)."""
-    if split.upper() not in ("TRAIN", "TEST"):
-        raise ValueError("split must be 'train' or 'test'")
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or ".." in name:
+        raise ValueError(f"name must be a UEA data set name such as 'BasicMotions', got {name!r}")
+    if not isinstance(split, str) or split.upper() not in ("TRAIN", "TEST"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     spec = importlib.util.find_spec("aeon")
     if spec is None or spec.origin is None:
         raise FileNotFoundError("the aeon package (carrier of the UEA files) is not installed")
@@ -83,11 +99,16 @@ def uea_path(name: str, split: str) -> Path:
 
 
 def read_ts(path) -> tuple[list[np.ndarray], np.ndarray]:
-    """Parse a sktime/aeon ``.ts`` file: a list of (T_i, C) float arrays and the labels."""
+    """Parse a sktime/aeon ``.ts`` file: a list of (T_i, C) float arrays and the labels.
+
+    Missing values (``?``/``NaN``) are kept as NaN; a value that is not a number is an error
+    naming its line."""
     series, labels = [], []
     in_data = False
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"path {str(path)!r}: no such file")
     with open(path, encoding="utf-8") as handle:
-        for raw in handle:
+        for lineno, raw in enumerate(handle, start=1):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
@@ -97,15 +118,20 @@ def read_ts(path) -> tuple[list[np.ndarray], np.ndarray]:
                 continue
             parts = line.split(":")
             label = parts[-1].strip()
-            channels = [
-                np.array([float(v) if v not in ("?", "NaN") else np.nan for v in p.split(",")])
-                for p in parts[:-1]
-            ]
+            try:
+                channels = [
+                    np.array([float(v) if v not in ("?", "NaN") else np.nan for v in p.split(",")])
+                    for p in parts[:-1]
+                ]
+            except ValueError as exc:
+                raise ValueError(f"path {path}: line {lineno} is not numeric ({exc})") from None
+            if not channels:
+                raise ValueError(f"path {path}: line {lineno} has a label but no values")
             length = min(len(c) for c in channels)
             series.append(np.stack([c[:length] for c in channels], axis=1))
             labels.append(label)
     if not in_data:
-        raise ValueError(f"{path} has no @data section")
+        raise ValueError(f"path {path} has no @data section")
     return series, np.array(labels)
 
 

@@ -15,28 +15,66 @@ import numpy as np
 import ot
 from scipy.optimize import linear_sum_assignment
 
-from iclr26.timeseries.koopman_ot.operators import SpectralMeasure
+from iclr26 import validation as V
+from iclr26.timeseries.koopman_ot.operators import SpectralMeasure, same_feature_space
 
 GRASSMANN = ("chordal", "geodesic", "procrustes")
 
 
 def eta_heuristic(dt: float) -> float:
     """The paper's default eta = (1 + f_samp / (2 sqrt 2))^{-1}, f_samp = 1 / dt."""
-    if not dt > 0:
-        raise ValueError("dt must be positive")
+    dt = V.check_scalar(dt, "dt", low=0.0, low_open=True)
     return 1.0 / (1.0 + (1.0 / dt) / (2.0 * math.sqrt(2.0)))
 
 
-def _check_measure(m) -> SpectralMeasure:
+def pair_eta(A: SpectralMeasure, B: SpectralMeasure) -> float:
+    """The default eta of a pair, symmetric in A and B: the heuristic of their common dt, or
+    for two sampling steps the mean of the two heuristics (so that d(A, B) = d(B, A))."""
+    if A.dt == B.dt:
+        return eta_heuristic(A.dt)
+    return 0.5 * (eta_heuristic(A.dt) + eta_heuristic(B.dt))
+
+
+def _check_measure(m, name: str = "A") -> SpectralMeasure:
     if not isinstance(m, SpectralMeasure):
-        raise TypeError(f"expected a SpectralMeasure, got {type(m).__name__}")
+        raise TypeError(f"{name} must be a SpectralMeasure, got {type(m).__name__}")
     return m
+
+
+def _check_pair(A, B) -> None:
+    _check_measure(A, "A")
+    _check_measure(B, "B")
+    same_feature_space(A, B)
+
+
+def _check_measures(measures, name: str) -> list[SpectralMeasure]:
+    if isinstance(measures, SpectralMeasure) or not hasattr(measures, "__len__"):
+        raise TypeError(f"{name} must be a list of SpectralMeasure objects")
+    measures = list(measures)
+    if not measures:
+        raise ValueError(f"{name} is empty: it needs at least one SpectralMeasure")
+    for i, m in enumerate(measures):
+        _check_measure(m, f"{name}[{i}]")
+    return measures
+
+
+def _check_all_comparable(measures, name: str) -> None:
+    first = measures[0]
+    for i, m in enumerate(measures[1:], start=1):
+        same_feature_space(first, m, (f"{name}[0]", f"{name}[{i}]"))
+
+
+def _check_p(p) -> float:
+    return V.check_scalar(p, "p", low=1.0)
+
+
+def _check_eta(eta) -> float:
+    return V.check_probability(eta, "eta")
 
 
 def subspace_similarity(A: SpectralMeasure, B: SpectralMeasure) -> np.ndarray:
     """delta_ij = |<r_i, r'_j> <l_i, l'_j>| for unit-normalised right and left eigenvectors."""
-    if A.R.shape[0] != B.R.shape[0]:
-        raise ValueError("the two operators live in feature spaces of different dimension")
+    _check_pair(A, B)
     ra = A.R / np.linalg.norm(A.R, axis=0, keepdims=True)
     rb = B.R / np.linalg.norm(B.R, axis=0, keepdims=True)
     la = A.L / np.linalg.norm(A.L, axis=0, keepdims=True)
@@ -45,6 +83,9 @@ def subspace_similarity(A: SpectralMeasure, B: SpectralMeasure) -> np.ndarray:
 
 
 def grassmann_distance(delta: np.ndarray, grassmann: str = "chordal") -> np.ndarray:
+    """Grassmann distance from subspace similarities ``delta`` in [0, 1]."""
+    V.check_choice(grassmann, "grassmann", GRASSMANN)
+    delta = V.check_array(delta, "delta", dtype=np.float64, low=0.0, high=1.0 + 1e-9)
     if grassmann == "chordal":
         return np.sqrt(np.clip(1.0 - delta**2, 0.0, None))
     if grassmann == "geodesic":
@@ -52,6 +93,13 @@ def grassmann_distance(delta: np.ndarray, grassmann: str = "chordal") -> np.ndar
     if grassmann == "procrustes":
         return np.sqrt(np.clip(2.0 * (1.0 - delta), 0.0, None))
     raise ValueError(f"grassmann must be one of {GRASSMANN}, got {grassmann!r}")
+
+
+def _check_scaling(eigen_scaling):
+    if eigen_scaling is None:
+        return None
+    scaling = V.check_array(eigen_scaling, "eigen_scaling", shape=(2,), low=0.0)
+    return float(scaling[0]), float(scaling[1])
 
 
 def eigenvalue_distance(A: SpectralMeasure, B: SpectralMeasure, eigen_scaling=None) -> np.ndarray:
@@ -71,9 +119,10 @@ def sgot_cost(
     eigen_scaling=None,
 ) -> np.ndarray:
     """Ground distance matrix d_eta between the atoms of A and B."""
-    if not 0.0 <= eta <= 1.0:
-        raise ValueError(f"eta must lie in [0, 1], got {eta!r}")
-    _check_measure(A), _check_measure(B)
+    eta = _check_eta(eta)
+    _check_pair(A, B)
+    V.check_choice(grassmann, "grassmann", GRASSMANN)
+    eigen_scaling = _check_scaling(eigen_scaling)
     d_lam = eigenvalue_distance(A, B, eigen_scaling)
     d_sub = grassmann_distance(subspace_similarity(A, B), grassmann)
     return eta * d_lam + (1.0 - eta) * d_sub
@@ -83,6 +132,13 @@ def wasserstein(cost: np.ndarray, a: np.ndarray, b: np.ndarray, p: float = 2.0) 
     """W_p for a ground-distance matrix: exact OT (POT ``emd2``); for two uniform measures with
     the same number of atoms the optimal plan is a permutation (Birkhoff), solved as an
     assignment problem with identical value."""
+    cost = V.check_array(cost, "cost", ndim=2, dtype=np.float64, low=0.0)
+    n, m = cost.shape
+    a = V.check_array(a, "a", ndim=1, dtype=np.float64, shape=(n,), low=0.0)
+    b = V.check_array(b, "b", ndim=1, dtype=np.float64, shape=(m,), low=0.0)
+    p = _check_p(p)
+    if not np.isclose(a.sum(), b.sum(), rtol=1e-6):
+        raise ValueError(f"a and b must have the same total mass, got {a.sum()} and {b.sum()}")
     cp = cost**p
     n, m = cp.shape
     if n == m and np.allclose(a, 1.0 / n) and np.allclose(b, 1.0 / m):
@@ -102,14 +158,16 @@ def sgot_distance(
     eigen_scaling=None,
     backend: str = "numpy",
 ) -> float:
-    """SGOT: W_p between the spectral measures of A and B under d_eta (eta: the paper's
-    heuristic from A's dt when None). ``backend="pot"`` calls ``ot.sgot.sgot_metric`` instead
-    (POT's squared-cost convention; equal to ours at eta in {0, 1}, p = 2)."""
-    _check_measure(A), _check_measure(B)
-    if p < 1:
-        raise ValueError("p must be >= 1")
-    if eta is None:
-        eta = eta_heuristic(A.dt)
+    """SGOT: W_p between the spectral measures of A and B under d_eta. ``eta=None`` takes the
+    paper's heuristic (1 + f_samp / (2 sqrt 2))^-1 from the pair's sampling step, symmetric in
+    A and B (:func:`pair_eta`). ``backend="pot"`` calls ``ot.sgot.sgot_metric`` instead
+    (POT's squared-cost convention; equal to ours at eta in {0, 1}, p = 2). Measures from
+    different non-linear feature spaces are refused."""
+    _check_pair(A, B)
+    p = _check_p(p)
+    eta = pair_eta(A, B) if eta is None else _check_eta(eta)
+    V.check_choice(backend, "backend", ("numpy", "pot"))
+    V.check_choice(grassmann, "grassmann", GRASSMANN)
     if backend == "pot":
         from ot.sgot import sgot_metric
 
@@ -131,14 +189,15 @@ def sgot_distance(
                 Wt=B.weights,
             )
         )
-    if backend != "numpy":
-        raise ValueError("backend must be 'numpy' or 'pot'")
     return wasserstein(sgot_cost(A, B, eta, grassmann, eigen_scaling), A.weights, B.weights, p)
 
 
 def sot_distance(A: SpectralMeasure, B: SpectralMeasure, p: float = 2.0) -> float:
-    """Spectral OT: eigenvalues only (eta = 1)."""
-    return sgot_distance(A, B, eta=1.0, p=p)
+    """Spectral OT: eigenvalues only (eta = 1); continuous-time eigenvalues do not depend on
+    the feature space, so measures from different feature maps can be compared."""
+    _check_measure(A, "A")
+    _check_measure(B, "B")
+    return wasserstein(eigenvalue_distance(A, B), A.weights, B.weights, _check_p(p))
 
 
 def got_distance(
@@ -149,6 +208,7 @@ def got_distance(
 
 
 def _operators(A: SpectralMeasure, B: SpectralMeasure) -> tuple[np.ndarray, np.ndarray]:
+    _check_pair(A, B)
     ga = A.G if A.G is not None else A.operator()
     gb = B.G if B.G is not None else B.operator()
     if ga.shape != gb.shape:
@@ -208,9 +268,7 @@ def _check_horizon(measures, horizon):
                 "pass a finite horizon"
             )
         return None
-    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
-        raise ValueError("horizon must be a positive integer or None")
-    return int(horizon)
+    return V.check_int(horizon, "horizon", low=1)
 
 
 def martin_distance(A: SpectralMeasure, B: SpectralMeasure, horizon: int | None = None) -> float:
@@ -219,9 +277,7 @@ def martin_distance(A: SpectralMeasure, B: SpectralMeasure, horizon: int | None 
     observability subspaces of the modal realisations (A = diag(mu), C = Koopman modes).
     ``horizon=None`` is the infinite-horizon subspace (stable systems only); an integer keeps
     that many steps. With different ranks, the min(r_A, r_B) principal angles are used."""
-    _check_measure(A), _check_measure(B)
-    if A.L.shape[0] != B.L.shape[0]:
-        raise ValueError("the two operators live in feature spaces of different dimension")
+    _check_pair(A, B)
     horizon = _check_horizon((A, B), horizon)
     (mu_a, c_a), (mu_b, c_b) = _modal_realisation(A), _modal_realisation(B)
     w_a = _whitener(_observability_gram(mu_a, c_a, mu_a, c_a, horizon))
@@ -235,11 +291,9 @@ def martin_distance(A: SpectralMeasure, B: SpectralMeasure, horizon: int | None 
 
 def martin_distance_matrix(measures_a, measures_b, horizon: int | None = None) -> np.ndarray:
     """All-pairs Martin distances, batched per group of equal ranks."""
-    for m in list(measures_a) + list(measures_b):
-        _check_measure(m)
-    dims = {m.L.shape[0] for m in list(measures_a) + list(measures_b)}
-    if len(dims) != 1:
-        raise ValueError("measures live in feature spaces of different dimension")
+    measures_a = _check_measures(measures_a, "measures_a")
+    measures_b = _check_measures(measures_b, "measures_b")
+    _check_all_comparable(measures_a + measures_b, "measures")
     horizon = _check_horizon(list(measures_a) + list(measures_b), horizon)
     out = np.zeros((len(measures_a), len(measures_b)))
     ga, gb = _groups(measures_a), _groups(measures_b)
@@ -276,11 +330,13 @@ METRICS = {
 def pairwise_distances(measures_a, measures_b=None, metric: str = "sgot", **kwargs) -> np.ndarray:
     """Distance matrix between two lists of measures, one pair at a time (symmetric fill when
     ``measures_b`` is None); :func:`distance_matrix` is the batched equivalent."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {sorted(METRICS)}")
+    V.check_choice(metric, "metric", sorted(METRICS))
     fn = METRICS[metric]
     same = measures_b is None
-    measures_b = measures_a if same else measures_b
+    measures_a = _check_measures(measures_a, "measures_a")
+    measures_b = measures_a if same else _check_measures(measures_b, "measures_b")
+    if metric != "sot":  # eigenvalues alone compare across feature spaces
+        _check_all_comparable(measures_a + measures_b, "measures")
     out = np.zeros((len(measures_a), len(measures_b)))
     for i, a in enumerate(measures_a):
         for j, b in enumerate(measures_b):
@@ -306,8 +362,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
 def sgot_blocks(measures_a, measures_b, chunk: int = 64) -> list[tuple]:
     """Ground-distance ingredients for every pair, grouped by atom counts: a list of
     (rows, cols, |lambda - lambda'| (na, nb, ra, rb), chordal d_G (na, nb, ra, rb))."""
-    for m in list(measures_a) + list(measures_b):
-        _check_measure(m)
+    measures_a = _check_measures(measures_a, "measures_a")
+    measures_b = _check_measures(measures_b, "measures_b")
+    _check_all_comparable(measures_a + measures_b, "measures")
     blocks = []
     ga, gb = _groups(measures_a), _groups(measures_b)
     for rows in ga.values():
@@ -334,12 +391,17 @@ def sgot_blocks(measures_a, measures_b, chunk: int = 64) -> list[tuple]:
 def sgot_matrix_from_blocks(
     blocks, shape, eta: float, p: float = 2.0, weights_a=None, weights_b=None
 ) -> np.ndarray:
-    """SGOT distance matrix from :func:`sgot_blocks` (uniform atom weights unless given)."""
-    if not 0.0 <= eta <= 1.0:
-        raise ValueError("eta must lie in [0, 1]")
+    """SGOT distance matrix from :func:`sgot_blocks` (uniform atom weights unless given).
+    ``eta`` is one number or a ``shape`` array (one eta per pair)."""
+    eta = np.asarray(eta, dtype=float)
+    if eta.ndim == 0:
+        eta = np.full(shape, float(_check_eta(float(eta))))
+    else:
+        eta = V.check_array(eta, "eta", shape=shape, low=0.0, high=1.0)
     out = np.zeros(shape)
     for rows, cols, d_lam, d_sub in blocks:
-        cost = (eta * d_lam + (1.0 - eta) * d_sub) ** p
+        e = eta[np.ix_(rows, cols)][:, :, None, None]
+        cost = (e * d_lam + (1.0 - e) * d_sub) ** p
         ra, rb = cost.shape[2], cost.shape[3]
         for a, i in enumerate(rows):
             wa = np.full(ra, 1.0 / ra) if weights_a is None else weights_a[i]
@@ -369,8 +431,7 @@ def operator_distance_matrix(measures_a, measures_b, kind: str = "hs") -> np.nda
     """HS or spectral-norm distances for all pairs from low-rank factors G = P Q:
     G_a - G_b = U V with U = [P_a, -P_b], V = [Q_a; Q_b]; ||UV||_F^2 = tr(S T) and
     ||UV||_2^2 = lambda_max(S T) with S = U^H U, T = V V^H (2r x 2r, batched)."""
-    if kind not in ("hs", "operator"):
-        raise ValueError("kind must be 'hs' or 'operator'")
+    V.check_choice(kind, "kind", ("hs", "operator"))
     dims = {m.R.shape[0] for m in list(measures_a) + list(measures_b)}
     if len(dims) != 1:
         raise ValueError("operators of different shapes: use a shared feature space")
@@ -436,20 +497,31 @@ def distance_matrix(
     horizon: int | None = None,
 ) -> np.ndarray:
     """All-pairs distances between two lists of measures, batched (see :func:`sgot_blocks`);
-    ``horizon`` is the Martin distance's observability horizon (None: infinite)."""
+    ``horizon`` is the Martin distance's observability horizon (None: infinite). ``eta=None``
+    gives each pair its symmetric default (:func:`pair_eta`)."""
+    V.check_choice(metric, "metric", sorted(METRICS))
+    measures_a = _check_measures(measures_a, "measures_a")
+    measures_b = _check_measures(measures_b, "measures_b")
+    if metric != "sot":  # eigenvalues alone compare across feature spaces
+        _check_all_comparable(measures_a + measures_b, "measures")
+    p = _check_p(p)
     shape = (len(measures_a), len(measures_b))
     if metric in ("hs", "operator"):
         return operator_distance_matrix(measures_a, measures_b, metric)
     if metric == "martin":
         return martin_distance_matrix(measures_a, measures_b, horizon)
-    if metric not in ("sgot", "sot", "got"):
-        raise ValueError(f"metric must be one of {sorted(METRICS)}")
     if metric == "sot":
+        try:
+            _check_all_comparable(measures_a + measures_b, "measures")
+        except ValueError:  # eigenvalues alone still compare across feature spaces
+            return np.array([[sot_distance(a, b, p=p) for b in measures_b] for a in measures_a])
         eta = 1.0
     elif metric == "got":
         eta = 0.0
     elif eta is None:
-        eta = eta_heuristic(measures_a[0].dt)
+        eta = np.array([[pair_eta(a, b) for b in measures_b] for a in measures_a])
+    else:
+        eta = _check_eta(eta)
     wa = [m.weights for m in measures_a]
     wb = [m.weights for m in measures_b]
     uniform = all(np.allclose(w, w[0]) for w in wa + wb)

@@ -16,11 +16,18 @@ from abc import ABC, abstractmethod
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from iclr26 import validation as V
 from iclr26.timeseries.paano.patches import as_series
 
 
 class SeriesDetector(BaseEstimator, ABC):
-    """Base class: input checks, z-scoring, training scores and thresholding."""
+    """Base class: input checks, z-scoring, training scores and thresholding.
+
+    ``threshold_`` is the ``1 - contamination`` quantile of ``decision_scores_``, the scores
+    of the training data computed so that no training step is scored against a model of
+    itself (each detector says how: PaAno and Sub-kNN leave out the overlapping patches), so
+    that on clean data like the training prefix about ``contamination`` of the steps are
+    flagged."""
 
     #: fraction of training steps allowed above the default threshold
     contamination: float = 0.01
@@ -28,7 +35,14 @@ class SeriesDetector(BaseEstimator, ABC):
     def _min_length(self) -> int:
         return 2
 
+    def _check_params(self) -> None:
+        """Validate the hyperparameters (scikit-learn convention: at fit time)."""
+        self.contamination = V.check_scalar(
+            self.contamination, "contamination", low=0.0, high=1.0, high_open=True
+        )
+
     def fit(self, X, y=None):
+        self._check_params()
         x = as_series(X, "X")
         if x.shape[0] < self._min_length():
             raise ValueError(
@@ -77,7 +91,11 @@ class SeriesDetector(BaseEstimator, ABC):
         """1 where the score exceeds ``threshold`` (default ``threshold_``: the
         ``1 - contamination`` quantile of the training scores), else 0."""
         scores = self.decision_function(X)
-        thr = self.threshold_ if threshold is None else float(threshold)
+        thr = (
+            self.threshold_
+            if threshold is None
+            else V.check_scalar(threshold, "threshold", allow_inf=True)
+        )
         return (scores > thr).astype(int)
 
     def _training_scores(self, z: np.ndarray) -> np.ndarray:

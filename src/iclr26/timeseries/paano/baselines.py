@@ -24,6 +24,7 @@ from sklearn.ensemble import IsolationForest
 from sklearn.neighbors import NearestNeighbors
 from torch import nn
 
+from iclr26 import validation as V
 from iclr26.metrics.tsad import find_period
 from iclr26.timeseries.paano.base import SeriesDetector
 from iclr26.timeseries.paano.patches import sliding_patches, spread_to_time_steps
@@ -32,11 +33,16 @@ from iclr26.timeseries.paano.patches import sliding_patches, spread_to_time_step
 class _WindowDetector(SeriesDetector):
     """Shared window handling: the window is fixed at fit time from the training series."""
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.window is not None:
+            V.check_int(self.window, "window", low=2)
+        if hasattr(self, "random_state") and self.random_state is not None:
+            V.check_int(self.random_state, "random_state", low=0)
+
     def _window_for(self, z: np.ndarray) -> int:
         if self.window is not None:
             w = int(self.window)
-            if w < 2:
-                raise ValueError(f"window must be >= 2, got {self.window}")
         else:
             w = find_period(z[:, 0])
         # a window can never exceed half of the training data
@@ -61,6 +67,15 @@ class SubIForest(_WindowDetector):
         self.contamination = contamination
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        V.check_int(self.n_estimators, "n_estimators", low=1)
+        if self.max_samples != "auto":
+            if isinstance(self.max_samples, float):
+                V.check_scalar(self.max_samples, "max_samples", low=0.0, high=1.0, low_open=True)
+            else:
+                V.check_int(self.max_samples, "max_samples", low=1)
+
     def _fit(self, z):
         self.window_ = self._window_for(z)
         self.forest_ = IsolationForest(
@@ -83,6 +98,10 @@ class SubPCA(_WindowDetector):
         self.variance = variance
         self.contamination = contamination
         self.random_state = random_state
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        V.check_scalar(self.variance, "variance", low=0.0, high=1.0, low_open=True, high_open=True)
 
     def _fit(self, z):
         self.window_ = self._window_for(z)
@@ -108,18 +127,37 @@ class SubKNN(_WindowDetector):
         self.contamination = contamination
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        V.check_int(self.n_neighbors, "n_neighbors", low=1)
+        V.check_int(self.max_train, "max_train", low=1)
+
     def _fit(self, z):
         self.window_ = self._window_for(z)
         windows = self._flat_windows(z)
+        index = np.arange(len(windows))
         if len(windows) > self.max_train:
             rng = np.random.default_rng(self.random_state)
-            windows = windows[rng.choice(len(windows), self.max_train, replace=False)]
-        k = min(self.n_neighbors, len(windows))
-        self.nn_ = NearestNeighbors(n_neighbors=k).fit(windows)
+            index = np.sort(rng.choice(len(windows), self.max_train, replace=False))
+        self.train_windows_ = windows[index]
+        self.train_index_ = index
+        k = min(self.n_neighbors, len(index))
+        self.nn_ = NearestNeighbors(n_neighbors=k).fit(self.train_windows_)
 
     def _score(self, z):
         dist, _ = self.nn_.kneighbors(self._flat_windows(z))
         return spread_to_time_steps(dist.mean(axis=1), self.window_)
+
+    def _training_scores(self, z):
+        # each training window against the training windows that do not overlap it (a
+        # window's nearest neighbours are otherwise itself and its one-step shifts)
+        from iclr26.timeseries.paano.memory import MemoryBank
+
+        bank = MemoryBank(min(self.n_neighbors, len(self.train_index_)))
+        bank.entries_ = self.train_windows_
+        bank.indices_ = self.train_index_
+        scores = bank.held_out_score(self._flat_windows(z), exclusion=self.window_)
+        return spread_to_time_steps(scores, self.window_)
 
 
 def matrix_profile(x: np.ndarray, m: int, block: int = 2048) -> np.ndarray:
@@ -129,9 +167,11 @@ def matrix_profile(x: np.ndarray, m: int, block: int = 2048) -> np.ndarray:
     diagonal; two constant subsequences are at distance 0, a constant and a varying one at
     ``sqrt(m)``.
     """
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 1 or x.size < m + 1:
-        raise ValueError(f"matrix_profile needs a 1-D series longer than m={m}")
+    x = V.check_array(x, "x", ndim=1, dtype=np.float64)
+    m = V.check_int(m, "m", low=2)
+    block = V.check_int(block, "block", low=1)
+    if x.size < m + 1:
+        raise ValueError(f"x must be longer than m={m}, got {x.size} points")
     sub = np.lib.stride_tricks.sliding_window_view(x, m)
     mu = sub.mean(axis=1, keepdims=True)
     sd = sub.std(axis=1, keepdims=True)
@@ -166,9 +206,11 @@ class MatrixProfileAD(_WindowDetector):
         self.engine = engine
         self.contamination = contamination
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        V.check_choice(self.engine, "engine", ("numpy", "stumpy"))
+
     def _fit(self, z):
-        if self.engine not in ("numpy", "stumpy"):
-            raise ValueError(f"engine must be 'numpy' or 'stumpy', got {self.engine!r}")
         self.window_ = self._window_for(z)
 
     def _min_length(self) -> int:
@@ -227,6 +269,16 @@ class CNNForecastAD(_WindowDetector):
 
     def _min_length(self) -> int:
         return int(getattr(self, "window_", None) or self.history or 8) + 1
+
+    def _check_params(self) -> None:
+        SeriesDetector._check_params(self)
+        if self.history is not None:
+            V.check_int(self.history, "history", low=8)
+        V.check_int(self.n_epochs, "n_epochs", low=1)
+        V.check_int(self.batch_size, "batch_size", low=1)
+        V.check_scalar(self.lr, "lr", low=0.0, low_open=True)
+        if self.random_state is not None:
+            V.check_int(self.random_state, "random_state", low=0)
 
     def _pairs(self, z):
         inputs = sliding_patches(z[:-1], self.window_)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.metrics.tsad import find_period, get_metrics
 from iclr26.timeseries.paano.baselines import (
     CNNForecastAD,
@@ -49,8 +50,10 @@ DETECTORS: dict[str, Callable[..., object]] = {
 
 def make_detector(name: str, seed: int = 0, paano_config: dict | None = None, **kwargs):
     """A detector of this room by name (see :data:`DETECTORS`)."""
-    if name not in DETECTORS:
-        raise ValueError(f"unknown detector {name!r}; choose from {', '.join(DETECTORS)}")
+    V.check_choice(name, "name", tuple(DETECTORS))
+    seed = V.check_int(seed, "seed", low=0)
+    if paano_config is not None and not isinstance(paano_config, dict):
+        raise TypeError(f"paano_config must be a dict, got {type(paano_config).__name__}")
     if name == "paano":
         return PaAno(**{**(paano_config or {}), **kwargs}, random_state=seed)
     if name == "matrix_profile":
@@ -75,7 +78,12 @@ def limited_threads(n: int = 1) -> Iterator[None]:
 
 def evaluate(detector, series: LabelledSeries, window: int | None = None) -> dict:
     """Fit on the training prefix, score the full series; the metrics, wall and CPU times."""
-    window = find_period(series.values) if window is None else window
+    V.check_module_attrs(detector, "detector", ("fit", "decision_function"))
+    if not isinstance(series, LabelledSeries):
+        raise TypeError(f"series must be a LabelledSeries, got {type(series).__name__}")
+    if series.labels.min() == series.labels.max():
+        raise ValueError("series must have both normal (0) and anomalous (1) labels")
+    window = find_period(series.values) if window is None else V.check_int(window, "window", low=1)
     t0, c0 = time.perf_counter(), time.process_time()
     detector.fit(series.train)
     t1, c1 = time.perf_counter(), time.process_time()

@@ -18,7 +18,6 @@ from iclr26.timeseries.paano.benchmark import (  # noqa: E402
     PAPER_CONFIG,
     QUICK_CONFIG,
     SMOKE_CONFIG,
-    evaluate,
     limited_threads,
     make_detector,
     mean_ranks,
@@ -69,7 +68,7 @@ def beats_baselines(ctx: Context) -> Result:
     extra = _baseline_kwargs(ctx)
     names = list(DETECTORS)
     results: dict[str, dict[str, dict[str, list[float]]]] = {}
-    cost = {n: {"wall_s": 0.0, "cpu_s": 0.0} for n in names}
+    cost = {n: {"wall_s": 0.0, "cpu_s": 0.0, "count_points_scored": 0} for n in names}
     total = (len(uni) + len(multi)) * len(seeds) * len(names)
     done = 0
     with limited_threads(1):
@@ -81,9 +80,17 @@ def beats_baselines(ctx: Context) -> Result:
                     vals = {m: [] for m in MEASURES}
                     for seed in seeds:
                         det = make_detector(name, seed + ctx.seed, cfg, **extra.get(name, {}))
-                        out = evaluate(det, series, window)
-                        cost[name]["wall_s"] += out["fit_s"] + out["score_s"]
-                        cost[name]["cpu_s"] += out["fit_cpu_s"] + out["score_cpu_s"]
+                        # one timed run each (reported cost, not judged)
+                        fit = ctx.timeit(lambda d=det, s=series: d.fit(s.train), repeat=1, warmup=0)
+                        score = ctx.timeit(
+                            lambda d=det, s=series: d.decision_function(s.values),
+                            repeat=1,
+                            warmup=0,
+                        )
+                        out = get_metrics(score.value, series.labels, sliding_window=window)
+                        cost[name]["wall_s"] += fit.wall_s + score.wall_s
+                        cost[name]["cpu_s"] += fit.cpu_s + score.cpu_s
+                        cost[name]["count_points_scored"] += len(series.values)
                         for m in MEASURES:
                             vals[m].append(out[m])
                         done += 1
@@ -139,63 +146,140 @@ def beats_baselines(ctx: Context) -> Result:
 
 
 # ---------------------------------------------------------------------------- C2
+def encoder_macs(in_channels: int, width_mult: float, patch_size: int) -> int:
+    """Multiply-accumulates of one patch through the conv body (what scoring runs)."""
+    from iclr26.timeseries.paano.encoder import CHANNELS, KERNELS
+
+    widths = [max(1, int(round(c * width_mult))) for c in CHANNELS]
+    macs, prev = 0, in_channels
+    for width, k in zip(widths, KERNELS):
+        macs += prev * width * k * patch_size
+        prev = width
+    return macs
+
+
+def _paano_cost(ctx: Context, cfg: dict, series, steps: int) -> dict:
+    """CPU/wall time of the configuration's fit + score, the fit projected from timed runs.
+
+    Fit = setup (embedding every training patch, k-means coreset, held-out calibration) +
+    ``n_iters`` training steps. Both are timed (``ctx.timeit``, one thread): a fit with no
+    training step and a fit with ``steps`` steps; one step costs the difference / steps, and
+    the fit of ``n_iters`` steps is projected from them. Scoring the whole series is timed as
+    it is. Load-free counts (multiply-accumulates) are attached."""
+    n_iters = int(cfg["n_iters"])
+    w, width = int(cfg["patch_size"]), float(cfg["width_mult"])
+    # the training steps, multiplied by n_iters, dominate: they get the repeats
+    repeat = ctx.pick(smoke=1, quick=2, full=3)
+    once = ctx.pick(smoke=1, quick=1, full=2)
+    setup = ctx.timeit(
+        lambda: PaAno(**{**cfg, "n_iters": 0}).fit(series.train), repeat=once, warmup=0
+    )
+    trained = ctx.timeit(
+        lambda: PaAno(**{**cfg, "n_iters": steps}).fit(series.train), repeat=repeat, warmup=0
+    )
+    det = trained.value
+    score = ctx.timeit(lambda: det.decision_function(series.values), repeat=once, warmup=0)
+    step_cpu = max(trained.cpu_s - setup.cpu_s, 0.0) / steps
+    step_wall = max(trained.wall_s - setup.wall_s, 0.0) / steps
+    n_train_patches = len(series.train) - w + 1
+    n_patches = len(series.values) - w + 1
+    per_patch = encoder_macs(series.n_channels, width, w)
+    batch = min(int(cfg["batch_size"]), n_train_patches)
+    bank = len(det.memory_.entries_)
+    dim = det.memory_.entries_.shape[1]
+    # a training step: forward + backward (~3x forward) of anchors, positives and, early on,
+    # the preceding patches
+    step_macs = 3 * 3 * batch * per_patch
+    fit_cpu = setup.cpu_s + n_iters * step_cpu
+    fit_wall = setup.wall_s + n_iters * step_wall
+    return {
+        "fit_cpu_s": fit_cpu,
+        "fit_wall_s": fit_wall,
+        "score_cpu_s": score.cpu_s,
+        "score_wall_s": score.wall_s,
+        "fit_plus_score_cpu_s": fit_cpu + score.cpu_s,
+        "fit_plus_score_wall_s": fit_wall + score.wall_s,
+        "train_step_cpu_s": step_cpu,
+        "timed_steps": steps,
+        "projected_steps": n_iters,
+        "timing_setup": setup.to_dict(),
+        "timing_fit_with_steps": trained.to_dict(),
+        "timing_score": score.to_dict(),
+        "count_encoder_macs_per_patch": per_patch,
+        "count_fit_macs": n_iters * step_macs + n_train_patches * per_patch,
+        "count_score_macs": n_patches * per_patch + n_patches * bank * dim,
+        "count_bank_entries": bank,
+        "vus_pr": get_metrics(score.value, series.labels, find_period(series.values))["VUS-PR"],
+    }
+
+
+def _baseline_cost(ctx: Context, name: str, series, kwargs: dict) -> dict:
+    repeat = ctx.pick(smoke=1, quick=2, full=3)
+    fit = ctx.timeit(
+        lambda: make_detector(name, ctx.seed, **kwargs).fit(series.train), repeat=repeat, warmup=0
+    )
+    det = fit.value
+    score = ctx.timeit(lambda: det.decision_function(series.values), repeat=repeat, warmup=0)
+    vus = get_metrics(score.value, series.labels, find_period(series.values))["VUS-PR"]
+    return {
+        "fit_cpu_s": fit.cpu_s,
+        "score_cpu_s": score.cpu_s,
+        "fit_plus_score_cpu_s": fit.cpu_s + score.cpu_s,
+        "fit_plus_score_wall_s": fit.wall_s + score.wall_s,
+        "vus_pr": vus,
+        "timing_fit": fit.to_dict(),
+        "timing_score": score.to_dict(),
+    }
+
+
 @claim(
     paper=SLUG,
     name="lightweight",
-    statement="PaAno is lightweight: about 0.3 M encoder parameters and fit + scoring in "
-    "seconds-to-minutes on a CPU",
+    statement="PaAno is lightweight: about 0.3 M encoder parameters, and fit + scoring of a "
+    "series in seconds-to-minutes on a CPU",
     paper_value="0.3 M parameters, 6.9 s average runtime on TSB-AD-U (likely GPU)",
-    criterion="paper-config encoder has 0.25-0.35 M parameters AND fit + score of a 10k-point "
-    "univariate series finishes in <= 600 s on the CPU (paper config at full scale, the quick "
-    "config at quick scale); throughput ratios to Sub-IForest, matrix profile and Sub-PCA "
-    "reported",
-    timeout_s={"quick": 300, "full": 3600},
+    criterion="the paper configuration (patch 96, width 1, batch 512, 200 steps) has 0.25-0.35 M "
+    "encoder parameters AND its fit + score of a 10k-point univariate series (3k training "
+    "points) takes <= 600 s of CPU time on one core: setup, training steps and scoring timed "
+    "with ctx.timeit, the 200 steps projected from 2 timed ones (10 at full); Sub-PCA, "
+    "Sub-IForest, matrix profile and the CNN forecaster timed the same way on the same series "
+    "(quick and full alike; smoke times the smoke configuration)",
+    timeout_s={"quick": 600, "full": 3600},
 )
 def lightweight(ctx: Context) -> Result:
     cpu_start = time.process_time()
     paper_model = PaAno(**PAPER_CONFIG)
     n_encoder = paper_model.n_parameters("encoder")
     n_all = paper_model.n_parameters("all")
-    cfg = _config(ctx)
+    cfg = dict(ctx.pick(smoke=SMOKE_CONFIG, quick=PAPER_CONFIG, full=PAPER_CONFIG))
     length = ctx.pick(smoke=1500, quick=10000, full=10000)
+    steps = ctx.pick(smoke=1, quick=2, full=10)
     series = make_series("sine", length=length, train_frac=0.3, seed=ctx.seed)
-    timings = {}
-    with limited_threads(1 if ctx.scale.value != "full" else 2):
-        for name in ("paano", "iforest", "matrix_profile", "pca"):
-            det = make_detector(name, ctx.seed, cfg)
-            t0, c0 = time.perf_counter(), time.process_time()
-            det.fit(series.train)
-            t1, c1 = time.perf_counter(), time.process_time()
-            scores = det.decision_function(series.values)
-            t2, c2 = time.perf_counter(), time.process_time()
-            timings[name] = {
-                "fit_s": t1 - t0,
-                "score_s": t2 - t1,
-                "fit_cpu_s": c1 - c0,
-                "score_cpu_s": c2 - c1,
-                "score_points_per_s": length / max(t2 - t1, 1e-9),
-            }
-            timings[name]["vus_pr"] = get_metrics(
-                scores, series.labels, find_period(series.values)
-            )["VUS-PR"]
-            ctx.report(len(timings) / 4, name)
-    pa = timings["paano"]
+    extra = _baseline_kwargs(ctx)
+    pa = _paano_cost(ctx, cfg, series, steps)
+    ctx.report(0.6, "paano timed")
+    baselines = {}
+    for i, name in enumerate(("pca", "iforest", "matrix_profile", "cnn_forecast")):
+        baselines[name] = _baseline_cost(ctx, name, series, extra.get(name, {}))
+        ctx.report(0.6 + 0.1 * (i + 1), name)
     per10k = 10000 / length
+    total_cpu = pa["fit_plus_score_cpu_s"] * per10k
     ratios = {
-        f"paano_score_throughput_over_{n}": pa["score_points_per_s"]
-        / timings[n]["score_points_per_s"]
-        for n in ("iforest", "matrix_profile", "pca")
+        f"paano_cpu_over_{n}": pa["fit_plus_score_cpu_s"] / max(b["fit_plus_score_cpu_s"], 1e-9)
+        for n, b in baselines.items()
     }
-    total_s = pa["fit_s"] + pa["score_s"]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    names = list(timings)
-    ax.bar(np.arange(len(names)) - 0.2, [timings[n]["fit_s"] for n in names], 0.4, label="fit")
-    ax.bar(np.arange(len(names)) + 0.2, [timings[n]["score_s"] for n in names], 0.4, label="score")
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    names = ["paano", *baselines]
+    rows = [pa, *baselines.values()]
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, [r["fit_cpu_s"] for r in rows], 0.4, label="fit (CPU s)")
+    ax.bar(x + 0.2, [r["score_cpu_s"] for r in rows], 0.4, label="score (CPU s)")
+    ax.axhline(600 / per10k, color="C3", ls="--", lw=0.8, label="600 s budget")
     ax.set_yscale("log")
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel(f"seconds ({length} points)")
+    ax.set_xticks(x, names)
+    ax.set_ylabel(f"CPU seconds, one thread ({length} points)")
     ax.set_title(f"PaAno encoder: {n_encoder / 1e6:.3f} M params ({n_all / 1e6:.3f} M with heads)")
-    ax.legend()
+    ax.legend(fontsize=7)
     path = ctx.save_figure(fig, SLUG, "lightweight")
     return Result.judge(
         metrics={
@@ -204,18 +288,19 @@ def lightweight(ctx: Context) -> Result:
             "parameters_with_heads": n_all,
             "timed_config": cfg,
             "series_length": length,
-            "paano_fit_plus_score_s": total_s,
-            "paano_fit_plus_score_s_per_10k": total_s * per10k,
+            "paano_fit_plus_score_cpu_s_per_10k": total_cpu,
+            "paano_fit_plus_score_wall_s_per_10k": pa["fit_plus_score_wall_s"] * per10k,
+            "paano_cpu_s_per_10k_ideal_two_cores": total_cpu / 2,
             **ratios,
-            "timings": timings,
+            "paano": pa,
         },
-        baseline={n: timings[n] for n in names if n != "paano"},
+        baseline=baselines,
         required={
-            "encoder parameters in [0.25 M, 0.35 M]": 0.25e6 <= n_encoder <= 0.35e6,
-            "fit + score of 10k points <= 600 s": total_s * per10k <= 600,
+            "paper-config encoder parameters in [0.25 M, 0.35 M]": 0.25e6 <= n_encoder <= 0.35e6,
+            "fit + score of 10k points <= 600 s CPU on one core": total_cpu <= 600,
         },
         figures=[path],
-        note="CPU timings on a shared machine; the paper's 6.9 s is most likely GPU time",
+        note="CPU time of one thread (load-robust); the paper's 6.9 s is most likely GPU time",
     )
 
 

@@ -1,6 +1,7 @@
 """``iclr26 detect FILE.csv``: score a practitioner's own series with PaAno or a baseline.
 
-The CSV holds one numeric column per channel; a column named ``label``/``is_anomaly`` (any
+The CSV holds one numeric column per channel, one row per time step; a blank line or an empty
+cell (a missing value) is an error naming its line numbers, never skipped. A column named ``label``/``is_anomaly`` (any
 case) is taken as ground truth (then the TSB-AD metrics are printed) and a column named
 ``timestamp``/``time``/``date`` is ignored. The detector is fitted on the first
 ``--train-len`` steps (default: the TSB-AD file name's ``_tr_N_`` if present, else
@@ -69,9 +70,9 @@ def _fail(message: str) -> int:
 
 
 def _read(path: Path):
-    import pandas as pd
+    from iclr26.timeseries.paano.data import read_series_csv
 
-    frame = pd.read_csv(path)
+    frame = read_series_csv(path)
     lower = {str(c).lower(): c for c in frame.columns}
     label_col = next((lower[c] for c in LABEL_COLUMNS if c in lower), None)
     labels = None
@@ -153,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
         det.fit(values[:train_len])
         scores = det.decision_function(values)
     except (ValueError, TypeError) as exc:
-        return _fail(f"{path.name}: {exc}".replace("\n", " "))
+        message = str(exc) if str(exc).startswith(path.name) else f"{path.name}: {exc}"
+        return _fail(message.replace("\n", " "))
     except Exception as exc:  # parse errors of the CSV and the like
         return _fail(f"{path.name}: {type(exc).__name__}: {exc}".replace("\n", " "))
     threshold = det.threshold_ if args.threshold is None else float(args.threshold)

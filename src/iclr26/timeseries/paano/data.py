@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from iclr26 import validation as V
+
 UNIVARIATE_FAMILIES = ("sine", "ecg", "machine", "walk")
 FAMILIES = (*UNIVARIATE_FAMILIES, "multivariate")
 ANOMALY_TYPES = (
@@ -45,6 +47,16 @@ class LabelledSeries:
     family: str = ""
     anomaly_types: list[str] = field(default_factory=list)
     intervals: list[tuple[int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        values = V.check_array(self.values, "values", ndim=(1, 2), dtype=np.float64)
+        self.values = values[:, None] if values.ndim == 1 else values
+        n = self.values.shape[0]
+        labels = V.check_array(self.labels, "labels", ndim=1, n_rows=n)
+        if not np.all(np.isin(labels, (0, 1))):
+            raise ValueError("labels must be 0/1 per time step")
+        self.labels = labels.astype(int)
+        self.train_len = V.check_int(self.train_len, "train_len", low=1, high=n)
 
     @property
     def train(self) -> np.ndarray:
@@ -184,12 +196,16 @@ def make_series(
     name: str = "",
 ) -> LabelledSeries:
     """One synthetic labelled series of ``family`` (see module docstring)."""
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
-    if length < 500:
-        raise ValueError(f"length must be >= 500, got {length}")
-    if not 0.1 <= train_frac <= 0.8:
-        raise ValueError(f"train_frac must be in [0.1, 0.8], got {train_frac}")
+    V.check_choice(family, "family", FAMILIES)
+    length = V.check_int(length, "length", low=500)
+    train_frac = V.check_scalar(train_frac, "train_frac", low=0.1, high=0.8)
+    seed = V.check_int(seed, "seed", low=0)
+    if anomaly_types is not None:
+        pool = MULTIVARIATE_TYPES if family == "multivariate" else ANOMALY_TYPES
+        if len(anomaly_types) == 0:
+            raise ValueError("anomaly_types must name at least one type (or be None)")
+        for kind in anomaly_types:
+            V.check_choice(kind, "anomaly_types", pool)
     rng = np.random.default_rng(seed)
     train_len = int(round(train_frac * length))
     pool = MULTIVARIATE_TYPES if family == "multivariate" else ANOMALY_TYPES
@@ -255,9 +271,11 @@ def make_tsad_suite(
 ) -> list[LabelledSeries]:
     """``n_series`` synthetic series cycling through ``families``; anomaly types cycle through
     the family's list so that every type appears across a suite."""
+    n_series = V.check_int(n_series, "n_series", low=1)
+    if isinstance(families, str) or len(families) == 0:
+        raise ValueError("families must be a non-empty sequence of family names")
     for fam in families:
-        if fam not in FAMILIES:
-            raise ValueError(f"unknown family {fam!r}; choose from {FAMILIES}")
+        V.check_choice(fam, "families", FAMILIES)
     suite = []
     for i in range(n_series):
         family = families[i % len(families)]
@@ -305,15 +323,15 @@ _TSB_NAME = re.compile(r"_tr_(\d+)_1st_(\d+)")
 def load_tsb_ad_csv(path: str | Path) -> LabelledSeries:
     """One TSB-AD benchmark file: numeric channel columns and a ``Label`` column; the
     anomaly-free training length is read from the name ``..._tr_TRAINLEN_1st_FIRSTANOM.csv``."""
-    import pandas as pd
-
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path {str(path)!r}: no such file")
     match = _TSB_NAME.search(path.name)
     if match is None:
         raise ValueError(
             f"{path.name}: not a TSB-AD file name (expected ..._tr_TRAINLEN_1st_FIRSTANOM.csv)"
         )
-    frame = pd.read_csv(path)
+    frame = read_series_csv(path)
     label_col = next((c for c in frame.columns if str(c).lower() == "label"), None)
     if label_col is None:
         raise ValueError(f"{path.name}: no 'Label' column")
@@ -331,11 +349,36 @@ def load_tsb_ad_csv(path: str | Path) -> LabelledSeries:
     )
 
 
+def read_series_csv(path: str | Path):
+    """A CSV file as a pandas frame, one row per data line, refusing missing values.
+
+    pandas skips blank lines by default, which in a one-column file silently drops a missing
+    value and shifts every later time step; here blank lines are kept as rows, and any row
+    with a blank line or an empty cell is an error that names the file's line numbers
+    (blank lines at the very end of the file are not data and are ignored)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, skip_blank_lines=False)
+    empty = frame.isna().all(axis=1).to_numpy()
+    trailing = len(empty) - (np.flatnonzero(~empty)[-1] + 1 if (~empty).any() else 0)
+    if trailing:
+        frame = frame.iloc[: len(frame) - trailing]
+    missing = np.flatnonzero(frame.isna().any(axis=1).to_numpy())
+    if missing.size:
+        lines = missing + 2  # line 1 is the header
+        shown = ", ".join(str(int(n)) for n in lines[:10]) + (" ..." if len(lines) > 10 else "")
+        raise ValueError(
+            f"{Path(path).name}: missing values (blank lines or empty cells) at {len(lines)} "
+            f"line(s): {shown}; fill or remove them explicitly, so that no time step shifts"
+        )
+    return frame
+
+
 def load_tsb_ad_dir(directory: str | Path) -> list[LabelledSeries]:
     """Every TSB-AD CSV file of a directory, sorted by name."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise ValueError(f"{directory} is not a directory")
+        raise ValueError(f"directory {str(directory)!r} is not a directory")
     files = sorted(p for p in directory.glob("*.csv") if _TSB_NAME.search(p.name))
     if not files:
         raise ValueError(f"no TSB-AD CSV files (..._tr_N_1st_M.csv) in {directory}")

@@ -17,6 +17,7 @@ import math
 import numpy as np
 import torch
 
+from iclr26 import validation as V
 from iclr26.timeseries.paano.base import SeriesDetector
 from iclr26.timeseries.paano.encoder import PatchEncoder
 from iclr26.timeseries.paano.losses import pretext_loss, pretext_weight, triplet_loss
@@ -91,25 +92,36 @@ class PaAno(SeriesDetector):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
+        super()._check_params()
         ints = {"patch_size": 2, "n_iters": 0, "batch_size": 2, "radius": 1, "top_k": 1}
         for name, low in ints.items():
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not 0 < self.bank_ratio <= 1:
-            raise ValueError(f"bank_ratio must be in (0, 1], got {self.bank_ratio}")
-        if self.lr <= 0 or self.margin < 0 or self.width_mult <= 0:
-            raise ValueError("lr and width_mult must be > 0 and margin >= 0")
-        if not 0 <= self.contamination < 1:
-            raise ValueError(f"contamination must be in [0, 1), got {self.contamination}")
+            setattr(self, name, V.check_int(getattr(self, name), name, low=low))
+        self.n_pretext_neg = V.check_int(self.n_pretext_neg, "n_pretext_neg", low=0)
+        self.min_bank_size = V.check_int(self.min_bank_size, "min_bank_size", low=0)
+        self.bank_ratio = V.check_scalar(
+            self.bank_ratio, "bank_ratio", low=0.0, high=1.0, low_open=True
+        )
+        self.lr = V.check_scalar(self.lr, "lr", low=0.0, low_open=True)
+        self.weight_decay = V.check_scalar(self.weight_decay, "weight_decay", low=0.0)
+        self.margin = V.check_scalar(self.margin, "margin", low=0.0)
+        self.width_mult = V.check_scalar(self.width_mult, "width_mult", low=0.0, low_open=True)
+        self.pretext_fraction = V.check_probability(self.pretext_fraction, "pretext_fraction")
+        if self.triplet_scale is not None:
+            self.triplet_scale = V.check_scalar(self.triplet_scale, "triplet_scale", low=0.0)
+        V.check_choice(
+            self.metric, "metric", ("euclidean", "cosine", "manhattan", "l2", "l1", "cityblock")
+        )
+        for name in ("revin", "use_triplet", "use_pretext", "pretext_decay"):
+            V.check_bool(getattr(self, name), name)
+        if self.random_state is not None:
+            V.check_int(self.random_state, "random_state", low=0)
 
     def _min_length(self) -> int:
         return int(self.patch_size)
 
     # ------------------------------------------------------------------ training
     def _fit(self, z: np.ndarray) -> None:
-        self._validate_params()
         seed = self.random_state
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))
@@ -208,8 +220,12 @@ class PaAno(SeriesDetector):
         return self.memory_.score(self._embed(patches))
 
     def _training_scores(self, z: np.ndarray) -> np.ndarray:
-        scores = self.memory_.score(self.train_embeddings_)
-        return spread_to_time_steps(scores, int(self.patch_size))
+        # Held out: each training patch is scored against the bank entries that do not
+        # overlap it, as a patch of new data is; scoring it against a bank holding itself
+        # (distance ~0) would put the threshold far too low and flag nearly every new step.
+        w = int(self.patch_size)
+        scores = self.memory_.held_out_score(self.train_embeddings_, exclusion=w)
+        return spread_to_time_steps(scores, w)
 
     def _score(self, z: np.ndarray) -> np.ndarray:
         return spread_to_time_steps(self._patch_scores(z), int(self.patch_size))
@@ -217,11 +233,10 @@ class PaAno(SeriesDetector):
     def n_parameters(self, part: str = "encoder") -> int:
         """Parameter count of the fitted (or a fresh) model: ``encoder`` (conv body) or ``all``
         (with the projection and pretext heads)."""
+        V.check_choice(part, "part", ("encoder", "all"))
         model = getattr(self, "model_", None) or PatchEncoder(
             getattr(self, "n_channels_", 1), self.width_mult, revin=self.revin
         )
         if part == "encoder":
             return model.encoder_parameters()
-        if part == "all":
-            return sum(p.numel() for p in model.parameters())
-        raise ValueError(f"part must be 'encoder' or 'all', got {part!r}")
+        return sum(p.numel() for p in model.parameters())

@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from iclr26 import validation as V
+
 CHANNELS = (128, 256, 128, 64)
 KERNELS = (7, 5, 3, 3)
 
@@ -44,10 +46,10 @@ class PatchEncoder(nn.Module):
         revin: bool = False,
     ):
         super().__init__()
-        if in_channels < 1:
-            raise ValueError(f"in_channels must be >= 1, got {in_channels}")
-        if width_mult <= 0:
-            raise ValueError(f"width_mult must be > 0, got {width_mult}")
+        in_channels = V.check_int(in_channels, "in_channels", low=1)
+        width_mult = V.check_scalar(width_mult, "width_mult", low=0.0, low_open=True)
+        projection_dim = V.check_int(projection_dim, "projection_dim", low=1)
+        revin = V.check_bool(revin, "revin")
         widths = [max(1, int(round(c * width_mult))) for c in CHANNELS]
         self.in_channels = in_channels
         self.embed_dim = widths[-1]
@@ -70,10 +72,7 @@ class PatchEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The embedding h of each patch."""
-        if x.ndim != 3 or x.shape[1] != self.in_channels:
-            raise ValueError(
-                f"expected patches of shape (B, {self.in_channels}, w), got {tuple(x.shape)}"
-            )
+        V.check_tensor(x, "x", ndim=3, shape=(None, self.in_channels, None), floating=True)
         if self.revin is not None:
             x = self.revin(x)
         return self.body(x).mean(dim=-1)

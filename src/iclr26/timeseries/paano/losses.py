@@ -13,11 +13,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from iclr26 import validation as V
+
 
 def triplet_loss(z_anchor: torch.Tensor, z_positive: torch.Tensor, margin: float = 0.5):
     """Triplet loss with the farthest in-batch negative (cosine distance on unit vectors)."""
-    if z_anchor.shape != z_positive.shape or z_anchor.ndim != 2:
-        raise ValueError("anchor and positive embeddings must both be (B, D)")
+    V.check_tensor(z_anchor, "z_anchor", ndim=2, floating=True)
+    V.check_tensor(z_positive, "z_positive", shape=tuple(z_anchor.shape), floating=True)
+    margin = V.check_scalar(margin, "margin", low=0.0)
     sim = z_anchor @ z_positive.T  # (B, B); column j is anchor j's positive
     pos_dist = 1.0 - sim.diagonal()
     neg_dist = 1.0 - sim
@@ -42,6 +45,15 @@ def pretext_loss(
     positives. Negatives pair each anchor with ``n_negatives`` other anchors of the batch.
     The loss is mean over positives + mean over negatives.
     """
+    V.check_module_attrs(model, "model", ("pretext_logit",))
+    V.check_tensor(h_anchor, "h_anchor", ndim=2, floating=True)
+    V.check_tensor(h_previous, "h_previous", shape=tuple(h_anchor.shape), floating=True)
+    V.check_tensor(has_previous, "has_previous", shape=(h_anchor.shape[0],))
+    if has_previous.dtype != torch.bool:
+        raise TypeError(f"has_previous must be a bool tensor, got {has_previous.dtype}")
+    n_negatives = V.check_int(n_negatives, "n_negatives", low=0)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     bce = nn.functional.binary_cross_entropy_with_logits
     batch = h_anchor.shape[0]
     terms = []
@@ -61,6 +73,9 @@ def pretext_loss(
 
 def pretext_weight(iteration: int, n_iters: int, warm_fraction: float = 0.1) -> float:
     """lambda(t): 1 at t = 0, falling linearly to 0 at t = warm_fraction * n_iters, then 0."""
+    iteration = V.check_int(iteration, "iteration", low=0)
+    n_iters = V.check_int(n_iters, "n_iters", low=1)
+    warm_fraction = V.check_probability(warm_fraction, "warm_fraction")
     horizon = warm_fraction * n_iters
     if horizon <= 0:
         return 0.0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 def as_series(X, name: str = "X") -> np.ndarray:
     """A float64 array of shape (T, C) from a 1-D/2-D numpy array, list or pandas object.
@@ -18,20 +20,21 @@ def as_series(X, name: str = "X") -> np.ndarray:
     """
     if hasattr(X, "to_numpy"):
         X = X.to_numpy()
-    try:
-        a = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be numeric (array-like of floats): {exc}") from None
+    a = V.check_array(X, name, ndim=(1, 2), dtype=None, allow_nan=True, allow_inf=True)
+    if a.dtype.kind not in "biuf":
+        try:
+            a = a.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be numeric (array-like of floats): {exc}") from None
+    a = np.asarray(a, dtype=float)
     if a.ndim == 1:
         a = a[:, None]
-    if a.ndim != 2:
-        raise ValueError(f"{name} must have shape (T,) or (T, C), got {a.shape}")
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {a.shape})")
     if not np.all(np.isfinite(a)):
-        bad = int((~np.isfinite(a)).any(axis=1).sum())
+        steps = np.flatnonzero((~np.isfinite(a)).any(axis=1))
+        shown = ", ".join(str(int(i)) for i in steps[:10]) + (" ..." if len(steps) > 10 else "")
         raise ValueError(
-            f"{name} contains NaN or infinite values at {bad} time steps; impute first"
+            f"{name} contains NaN or infinite values at {len(steps)} time step(s) "
+            f"(index {shown}); impute first"
         )
     return a
 
