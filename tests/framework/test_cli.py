@@ -74,7 +74,7 @@ def test_room_commands_are_wired_into_the_cli(capsys, tmp_path):
     code, _, err = run(
         capsys, "curate", str(tmp_path / "in"), str(tmp_path / "out"), "--steps", "dedup"
     )
-    assert code == 2 and "no .jsonl or .parquet shards" in err
+    assert code == 2 and "has no .jsonl, .jsonl.gz or .parquet shards" in err
 
 
 def test_version_and_python_dash_m(capsys):

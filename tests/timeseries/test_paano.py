@@ -399,3 +399,26 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("paano", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"] and record["figures"]
+
+
+def test_detect_checks_output_folders_before_work_and_names_text_columns(tmp_path, capsys):
+    from iclr26 import cli
+
+    series = tmp_path / "s.csv"
+    series.write_text("value\n" + "\n".join(str(np.sin(i / 5)) for i in range(300)) + "\n")
+    code = cli.main(["detect", str(series), "--out", str(tmp_path / "missing" / "out.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--out" in err and "does not exist" in err and err.count("\n") == 1
+    code = cli.main(["detect", str(series), "--plot", str(tmp_path / "nowhere" / "p.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--plot" in err and err.count("\n") == 1
+    text = tmp_path / "t.csv"
+    text.write_text("value,comment\n1.0,ok\n2.0,fine\n3.0,good\n")
+    code = cli.main(["detect", str(text)])
+    err = capsys.readouterr().err
+    assert code == 2 and "column 'comment' holds text" in err and err.count("\n") == 1
+    headless = tmp_path / "h.csv"
+    headless.write_text("\n".join(str(float(i)) for i in range(50)) + "\n")
+    code = cli.main(["detect", str(headless)])
+    err = capsys.readouterr().err
+    assert code == 2 and "looks like data, not a header" in err and err.count("\n") == 1

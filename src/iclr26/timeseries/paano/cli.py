@@ -81,12 +81,49 @@ def _read(path: Path):
         frame = frame.drop(columns=[label_col])
     drop = [lower[c] for c in TIME_COLUMNS if c in lower]
     frame = frame.drop(columns=drop)
-    non_numeric = [c for c in frame.columns if not np.issubdtype(frame[c].dtype, np.number)]
+    if len(frame.columns) and all(_is_number(c) for c in frame.columns):
+        raise ValueError(
+            "the first line looks like data, not a header: add a header row with one name per "
+            "column (e.g. 'value'), so that the first time step is not lost"
+        )
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    non_numeric = [
+        c for c in frame.columns if not is_numeric_dtype(frame[c]) or is_bool_dtype(frame[c])
+    ]
     if non_numeric:
-        raise ValueError(f"non-numeric columns {non_numeric}")
+        col = non_numeric[0]
+        example = next((v for v in frame[col] if not _is_number(v)), frame[col].iloc[0])
+        raise ValueError(
+            f"column {str(col)!r} holds text (e.g. {str(example)!r}), not numbers; detect reads "
+            f"numeric channel columns only (a column named {'/'.join(TIME_COLUMNS)} is "
+            f"ignored, one named {'/'.join(LABEL_COLUMNS)} is taken as labels)"
+        )
     if frame.shape[1] == 0:
         raise ValueError("no numeric channel column")
     return frame.to_numpy(dtype=float), labels, [str(c) for c in frame.columns]
+
+
+def _is_number(value) -> bool:
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _check_output(option: str, value: str | None) -> str | None:
+    """An output path whose folder exists and is writable, checked before any work."""
+    if value is None:
+        return None
+    import os
+
+    folder = Path(value).resolve().parent
+    if not folder.is_dir():
+        return f"{option} {value}: folder {folder.name or folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"{option} {value}: folder {folder.name or folder} is not writable"
+    return None
 
 
 def _train_len(args, path: Path, n: int) -> int:
@@ -143,6 +180,11 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         return _fail(f"{path}: no such file")
+    plot_path = args.plot or (str(Path(args.out).with_suffix(".png")) if args.out else None)
+    for option, value in (("--out", args.out), ("--plot", plot_path)):
+        problem = _check_output(option, value)
+        if problem:
+            return _fail(problem)
     try:
         values, labels, columns = _read(path)
         if not np.all(np.isfinite(values)):
@@ -184,7 +226,6 @@ def run(args: argparse.Namespace) -> int:
         out = Path(args.out)
         pd.DataFrame({"score": scores, "flagged": flags}).to_csv(out, index_label="step")
         print(f"scores written to {out}")
-    plot_path = args.plot or (str(Path(args.out).with_suffix(".png")) if args.out else None)
     if plot_path:
         _plot(
             Path(plot_path),
