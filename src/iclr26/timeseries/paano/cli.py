@@ -191,6 +191,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("the series has missing or infinite values; impute them first")
         train_len = _train_len(args, path, len(values))
         cfg = PAPER_CONFIG if args.config == "paper" else QUICK_CONFIG
+        if args.detector == "paano":  # the encoder's training logs every 10 % of its steps
+            import logging
+
+            logging.basicConfig(level=logging.WARNING, format="%(message)s")
+            logging.getLogger("iclr26.timeseries.paano").setLevel(logging.INFO)
         paano_cfg = {**cfg, "device": args.device}
         det = make_detector(args.detector, args.seed, paano_cfg)
         det.fit(values[:train_len])

@@ -12,6 +12,7 @@ to its k nearest bank entries, and give each time step the mean score of the pat
 from __future__ import annotations
 
 import copy
+import logging
 import math
 
 import numpy as np
@@ -31,7 +32,9 @@ from iclr26.timeseries.paano.patches import (
 
 
 class PaAno(SeriesDetector):
-    """Patch-based representation learning anomaly detector (Park & Kang, ICLR 2026).
+    """Patch-based representation learning anomaly detector (PaAno, ICLR 2026). Training logs
+    its progress every 10 % of ``n_iters`` through ``logging`` (logger
+    ``iclr26.timeseries.paano.detector``, level INFO).
 
     Parameters follow the paper and its official code: ``patch_size`` w (64; 96 in the official
     univariate script), ``n_iters`` 200, ``batch_size`` 512 anchors, ``lr`` 1e-4 (cosine to
@@ -195,6 +198,10 @@ class PaAno(SeriesDetector):
             self.loss_history_.append(value)
             if value < best_loss:
                 best_loss, best_state = value, copy.deepcopy(model.state_dict())
+            if (it + 1) % max(1, int(self.n_iters) // 10) == 0 or it + 1 == int(self.n_iters):
+                logging.getLogger(__name__).info(
+                    "PaAno encoder: iteration %d/%d, loss %.4f", it + 1, int(self.n_iters), value
+                )
         model.load_state_dict(best_state)
 
     # ------------------------------------------------------------------ scoring
