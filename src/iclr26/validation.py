@@ -109,6 +109,8 @@ def check_array(
             raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
     elif dtype is not None:
         target = np.dtype(dtype)
+        if arr.dtype.kind == "c" and target.kind != "c":
+            raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
         if target.kind in "iub" and arr.dtype.kind in "fc":
             # never cast NaN, infinity or fractions to integers silently
             _check_finite_numpy(arr, name, allow_nan=False, allow_inf=False)

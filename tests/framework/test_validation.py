@@ -106,3 +106,5 @@ def test_integer_casts_refuse_nan_inf_and_fractions():
     with pytest.raises(TypeError, match="y must hold integers"):
         V.check_array([0.0, 1.5], "y", dtype=np.int64)
     assert V.check_array([0.0, 2.0], "y", dtype=np.int64).dtype == np.int64
+    with pytest.raises(TypeError, match="y must be real"):
+        V.check_array([1 + 2j], "y", dtype=np.float32)

@@ -1,11 +1,13 @@
 import numpy as np
 import pytest
 import torch
+import torch.fx
 import torch.nn.functional as F
 
 from iclr26.claims import run_claim
 from iclr26.nn.gmnet import (
     GmBlock,
+    GmNet,
     GmNetTiny,
     band_limited_signals,
     convert_for_inference,
@@ -138,3 +140,38 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"]
+
+
+def test_fx_symbolic_trace_gives_the_same_outputs():
+    # timm's feature extraction traces models with torch.fx; the input check stays in the
+    # graph as a leaf call, so the traced module still refuses bad input.
+    torch.manual_seed(0)
+    model = GmNetTiny(num_classes=5, in_chans=1, drop_path_rate=0.2, gate="glu").eval()
+    traced = torch.fx.symbolic_trace(model)
+    x = torch.randn(2, 1, 32, 32)
+    assert torch.equal(traced(x), model(x))
+    with pytest.raises(ValueError, match="x contains NaN"):
+        traced(torch.full((1, 1, 32, 32), float("nan")))
+    # Train mode (stochastic depth active): the same draws give the same outputs.
+    model.train()
+    traced = torch.fx.symbolic_trace(model)
+    torch.manual_seed(3)
+    a = traced(x)
+    torch.manual_seed(3)
+    assert torch.equal(a, model(x))
+    block = GmBlock(8).eval()
+    feats = torch.randn(1, 8, 6, 6)
+    assert torch.equal(torch.fx.symbolic_trace(block)(feats), block(feats))
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="x must have 4 dimension"):
+        GmNetTiny()(torch.randn(3, 32, 32))
+    with pytest.raises(ValueError, match="x is empty"):
+        GmNetTiny()(torch.randn(0, 3, 32, 32))
+    with pytest.raises(ValueError, match="drop_path_rate"):
+        GmNetTiny(drop_path_rate=float("nan"))
+    with pytest.raises(ValueError, match="widths"):
+        GmNet(widths=(), depths=())
+    with pytest.raises(ValueError, match="layer_scale"):
+        GmBlock(8, layer_scale=-1.0)

@@ -244,3 +244,156 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert record["figures"]
+
+
+def _tiny_hf_models(transformers):
+    bert = transformers.BertModel(
+        transformers.BertConfig(
+            vocab_size=40,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+        )
+    )
+    vit = transformers.ViTModel(
+        transformers.ViTConfig(
+            image_size=8,
+            patch_size=4,
+            num_channels=3,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+        )
+    )
+    llama = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            vocab_size=50,
+            max_position_embeddings=16,
+        )
+    )
+    inputs = {
+        "bert": {"input_ids": torch.randint(0, 40, (2, 6))},
+        "vit": {"pixel_values": torch.randn(2, 3, 8, 8)},
+        "llama": {"input_ids": torch.randint(0, 50, (2, 5))},
+    }
+    return {"bert": bert, "vit": vit, "llama": llama}, inputs
+
+
+def _first_output(model, inputs):
+    out = model(**inputs)
+    return out.logits if hasattr(out, "logits") else out.last_hidden_state
+
+
+def test_patch_hf_touches_only_mlp_activations():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    models, _ = _tiny_hf_models(transformers)
+    theta = Nonlinearities(mlp=True, attention="softmax", mlp_init="gelu")
+    expected = {
+        "bert": [f"encoder.layer.{i}.intermediate.intermediate_act_fn" for i in range(2)],
+        "vit": [f"layers.{i}.mlp.activation_fn" for i in range(2)],
+        "llama": [f"model.layers.{i}.mlp.act_fn" for i in range(2)],
+    }
+    for name, model in models.items():
+        assert patch_hf_activations(model, theta) == expected[name], name
+    # The poolers keep their Tanh.
+    assert isinstance(models["bert"].pooler.activation, torch.nn.Tanh)
+    assert isinstance(models["vit"].pooler.activation, torch.nn.Tanh)
+    splines = [m for m in models["bert"].modules() if isinstance(m, LinearSpline)]
+    assert len(splines) == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_patch_hf_works_in_half_precision(dtype):
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    models, inputs = _tiny_hf_models(transformers)
+    theta = Nonlinearities(mlp=True, attention="softmax", mlp_init="gelu")
+    for name, model in models.items():
+        model = model.to(dtype).eval()
+        patch_hf_activations(model, theta)
+        batch = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in inputs[name].items()}
+        with torch.no_grad():
+            out = _first_output(model, batch)
+        assert out.dtype == dtype and torch.isfinite(out.float()).all(), name
+    # The spline keeps its input's dtype and evaluates in float32.
+    spline = LinearSpline(init="gelu").to(dtype)
+    x = torch.linspace(-3, 3, 7, dtype=dtype)
+    y = spline(x)
+    assert y.dtype == dtype
+    torch.testing.assert_close(y.float(), LinearSpline(init="gelu")(x.float()), atol=2e-2, rtol=0)
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_patched_model_survives_save_and_load_pretrained(tmp_path, freeze):
+    transformers = pytest.importorskip("transformers")
+    from iclr26.nn.learned_nonlinearities import load_patched_pretrained
+
+    torch.manual_seed(0)
+    models, inputs = _tiny_hf_models(transformers)
+    theta = Nonlinearities(mlp=True, attention="softmax", mlp_init="gelu", n_layers=2)
+    with torch.no_grad():  # values no GeLU has, so a lost patch shows in the outputs
+        for spline in theta.mlp:
+            spline.values.add_(torch.randn_like(spline.values) * 0.3)
+    for name, model in models.items():
+        model.eval()
+        patch_hf_activations(model, theta, freeze=freeze)
+        with torch.no_grad():
+            want = _first_output(model, inputs[name])
+        folder = tmp_path / f"{name}-{freeze}"
+        model.save_pretrained(folder)
+        plain = type(model).from_pretrained(folder).eval()
+        with torch.no_grad():
+            assert not torch.allclose(_first_output(plain, inputs[name]), want), name
+        back = load_patched_pretrained(type(model), folder).eval()
+        with torch.no_grad():
+            got = _first_output(back, inputs[name])
+        assert torch.equal(got, want), name
+        spline = next(m for m in back.modules() if isinstance(m, LinearSpline))
+        assert spline.values.requires_grad is (not freeze)
+    fresh, _ = _tiny_hf_models(transformers)
+    fresh["bert"].save_pretrained(tmp_path / "plain")
+    with pytest.raises(ValueError, match="no patched model"):
+        load_patched_pretrained(type(fresh["bert"]), tmp_path / "plain")
+    with pytest.raises(FileNotFoundError, match="path"):
+        load_patched_pretrained(type(fresh["bert"]), tmp_path / "missing")
+
+
+def test_trapezoid_schedule_scales_weights_and_splines_alike():
+    from iclr26.nn.learned_nonlinearities.procedure import lr_factor
+
+    total = 20
+    factors = [lr_factor("trapezoid", s, total) for s in range(total)]
+    assert factors[0] == pytest.approx(0.5) and factors[1] == 1.0  # 2 warm-up steps
+    assert factors[9] == 1.0 and factors[10] == 1.0 and factors[-1] == pytest.approx(0.1)
+    assert all(lr_factor("constant", s, total) == 1.0 for s in range(total))
+    seen = []
+    original = torch.optim.Adam.step
+
+    def spy(self, *args, **kwargs):
+        if self.defaults["lr"] == 0.1:  # the spline optimiser (the weights' AdamW has 1e-3)
+            seen.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kwargs)
+
+    task = AdditionTask(n_digits=1, n_train=40, n_test=10)
+
+    def make(nl):
+        return SplineTransformer(task.vocab_size, 8, 2, 1, context=task.context, nonlinearities=nl)
+
+    torch.optim.Adam.step = spy
+    try:
+        discover_nonlinearities(
+            make, Nonlinearities(), task, n_models=1, steps=10, batch=4, lr_schedule="trapezoid"
+        )
+    finally:
+        torch.optim.Adam.step = original
+    # The spline optimiser (Adam, lr 0.1) follows the trapezoid: warm-up 1 step, cool-down 5.
+    assert seen == pytest.approx([0.1 * lr_factor("trapezoid", s, 10) for s in range(10)])

@@ -49,7 +49,7 @@ def test_sigma_grid():
 
 
 def test_partition_of_unity_and_clamp():
-    layer = LMKAN2d(6, 3, 8).double()
+    layer = LMKAN2d(6, 3, 8, extrapolate="clamp").double()
     with torch.no_grad():
         layer.table.fill_(1.0)
     x = torch.randn(20, 6, dtype=torch.float64) * 3
@@ -112,18 +112,29 @@ def test_schedule():
 
 def test_bad_input():
     layer = LMKAN2d(4, 2)
-    with pytest.raises(ValueError, match=r"expected input \(batch, 4\), got \(3, 5\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\*, 4\), got \(3, 5\)"):
         layer(torch.randn(3, 5))
-    with pytest.raises(ValueError, match="expected input"):
+    with pytest.raises(ValueError, match="x must have 2 dimension"):
         layer(torch.randn(4))
-    with pytest.raises(ValueError, match=r"expected input \(batch, 7\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\*, 7\)"):
         LMKANMLP(7, 4, 1)(torch.randn(3, 6))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="x must be a floating"):
         layer(torch.ones(3, 4, dtype=torch.long))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="x is empty"):
+        layer(torch.randn(0, 4))
+    with pytest.raises(ValueError, match="x contains NaN"):
+        layer(torch.tensor([[float("nan"), 0.0, 1.0, 2.0]]))
+    with pytest.raises(ValueError, match="extrapolate"):
         LMKAN2d(4, 2, extrapolate="wrap")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="backend"):
         LMKAN2d(4, 2, backend="cuda")
+    with pytest.raises(ValueError, match="num_grids"):
+        LMKAN2d(4, 2, num_grids=2)
+    with pytest.raises(ValueError, match="init_scale"):
+        LMKAN2d(4, 2, init_scale=float("nan"))
+    with pytest.raises(ValueError, match="x has a batch of 1"):
+        LMKANMLP(4, 4, 1).train()(torch.randn(1, 4))
+    assert LMKANMLP(4, 4, 1).eval()(torch.randn(1, 4)).shape == (1, 1)
 
 
 def test_outside_the_grid():
@@ -137,12 +148,14 @@ def test_outside_the_grid():
         z = x if mode == "linear" else x.clamp(t0, t_last)
         want = 2 * (z[:, 0] + z[:, 2]) - 0.5 * (z[:, 1] + z[:, 3]) + 2
         assert torch.allclose(layer(x)[:, 0], want, rtol=1e-9, atol=1e-6)
-    # Non-finite inputs do not index out of the table: NaN propagates as in nn.Linear.
+    # The default clamps (constant continuation); "linear" is the official kernel's behaviour.
+    assert LMKAN2d(4, 1).extrapolate == "clamp"
+    # Non-finite inputs are refused at the boundary, never looked up.
     layer = LMKAN2d(4, 2, 8)
-    y = layer(torch.tensor([[float("nan"), 0.0, float("inf"), -float("inf")]]))
-    assert y.shape == (1, 2) and torch.isnan(y).all()
-    y = layer(torch.tensor([[0.1, 0.0, float("inf"), -float("inf")]]))
-    assert torch.isfinite(y).all()
+    with pytest.raises(ValueError, match="x contains NaN"):
+        layer(torch.tensor([[float("nan"), 0.0, 1.0, 1.0]]))
+    with pytest.raises(ValueError, match="x contains infinity"):
+        layer(torch.tensor([[0.1, 0.0, float("inf"), -float("inf")]]))
 
 
 def test_conv_and_mlp_shapes():
@@ -165,7 +178,7 @@ def _reference_conv(conv, x):
     out_h, out_w = (height + 2 * p - k) // s + 1, (width + 2 * p - k) // s + 1
     out = np.zeros((batch, conv.out_channels, out_h, out_w))
 
-    def cell(v):
+    def cell(v):  # constant beyond the outer knots (the default "clamp" extrapolation)
         i = min(max(int(np.searchsorted(t, v, side="right")) - 1, 0), grids - 1)
         return i, min(max((v - t[i]) / (t[i + 1] - t[i]), 0.0), 1.0)
 
@@ -240,7 +253,7 @@ def test_conv_flops_and_cnn():
     batchnorms = 1 * 64 + 4 * 64 + 4 * 16
     assert net.flops() == lookups + batchnorms
     assert net.hessian_penalty().item() >= 0 and len(net.lmkan_modules()) == 3
-    with pytest.raises(ValueError, match="expected input"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\*, 1, 8, 8\)"):
         net(torch.randn(5, 1, 7, 7))
 
 
@@ -256,12 +269,13 @@ def test_plain_cnn_flops_match_torch_counter():
 
 def test_conv_bad_input():
     conv = LMKANConv2d(3, 4, 3)
-    with pytest.raises(ValueError, match=r"expected input \(batch, 3, H, W\)"):
+    with pytest.raises(ValueError, match=r"x must have shape \(\*, 3, \*, \*\)"):
         conv(torch.randn(2, 2, 6, 6))
     with pytest.raises(ValueError, match="smaller than"):
         conv(torch.randn(2, 3, 2, 6))
     for bad in ({"kernel_size": 0}, {"stride": 0}, {"padding": -1}, {"kernel_size": 2.5}):
-        with pytest.raises(ValueError):
+        name = next(iter(bad))
+        with pytest.raises((ValueError, TypeError), match=name):
             LMKANConv2d(**({"in_channels": 3, "out_channels": 4, "kernel_size": 3} | bad))
 
 
@@ -272,6 +286,7 @@ def test_train_classifier_and_images():
     net = LMKANCNN(1, 8, 10, widths=(2, 2), strides=(1, 2), num_grids=4)
     before = torch.nn.functional.cross_entropy(net(xt), yt).item()
     train_classifier(net, xt, yt, epochs=3, batch_size=32, lr=1e-2)
+    net.train()  # batch statistics on both sides: 3 epochs do not settle the running ones
     with torch.no_grad():
         assert torch.nn.functional.cross_entropy(net(xt), yt).item() < before
     with pytest.raises(ValueError):
@@ -320,10 +335,50 @@ def test_regressor_api():
     reg = LMKANRegressor(hidden=4, depth=1, epochs=2).fit(x, y)
     assert reg.predict(x).shape == (300,) and np.isfinite(reg.score(x, y))
     assert reg.get_params()["hidden"] == 4
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="X has 1 features, but LMKANRegressor is expecting 3"):
         reg.predict(x[:, :1])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="same length"):
         LMKANRegressor().fit(x, y[:10])
+    with pytest.raises(ValueError, match="hidden"):
+        LMKANRegressor(hidden=0).fit(x, y)
+    with pytest.raises(ValueError, match="lr"):
+        LMKANRegressor(lr=float("nan")).fit(x, y)
+
+
+def test_regressor_is_a_scikit_learn_estimator():
+    from sklearn.base import clone, is_regressor
+    from sklearn.model_selection import cross_val_score
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 4))
+    y = x[:, 0] - 0.5 * x[:, 1] * x[:, 2]
+    reg = LMKANRegressor(hidden=4, depth=1, epochs=3, batch_size=32)
+    twin = clone(reg)
+    assert twin.get_params() == reg.get_params() and is_regressor(twin)
+    scores = cross_val_score(reg, x, y, cv=3)
+    assert scores.shape == (3,) and np.isfinite(scores).all()
+    # Same random_state, same data: the same predictions.
+    a = clone(reg).fit(x, y).predict(x[:5])
+    b = clone(reg).fit(x, y).predict(x[:5])
+    assert np.array_equal(a, b)
+
+
+def test_regressor_passes_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(LMKANRegressor(hidden=4, depth=1, epochs=2), on_fail=None)
+    failed = [r["check_name"] for r in results if r["status"] == "failed"]
+    assert not failed, failed
+
+
+def test_sweep_stopping_rule():
+    from iclr26.nn.lmkan.claims import sweep_stop
+
+    assert sweep_stop([0.3, 0.2], 0.25) == "target reached"
+    assert sweep_stop([0.3, 0.2, 0.15], 0.1) is None  # still improving
+    assert sweep_stop([0.3, 0.299, 0.298], 0.1) == "flattened"  # two widths < 2 % better
+    assert sweep_stop([0.3, 0.35, 0.31], 0.1) == "flattened"  # worse counts as flat
+    assert sweep_stop([0.3, 0.299, 0.2], 0.1) is None  # a real improvement resets it
 
 
 def test_data_and_front_interpolation():

@@ -278,3 +278,169 @@ def test_claims_smoke(name, tmp_path):
     assert record["verdict"] != "error", record["traceback"]
     assert record["metrics"]
     assert np.all([(tmp_path / f).exists() for f in record["figures"]])
+
+
+# ---------------------------------------------------------------- masks and stability
+
+
+def _loop_reference(q, v, poly, scale, causal=False, pair_bias=None):
+    """Every (query, tuple) by explicit loops in float64: the score is the polynomial plus the
+    mask terms on the slot pairs the module docstring names (tree edges for a tree polynomial,
+    (query, slot) otherwise); queries with no allowed tuple give zeros."""
+    poly = parse_polynomial(poly)
+    t = poly.num_slots
+    batch, n, _ = q[0].shape
+    dv = next(x for x in v[1:] if x is not None).shape[-1]
+    parent = poly.tree()[0] if poly.is_tree else [0] * t
+    out = torch.zeros(batch, n, dv, dtype=torch.float64)
+    for b in range(batch):
+        for i in range(n):
+            scores, values = [], []
+            for rest in itertools.product(range(n), repeat=t - 1):
+                idx = (i, *rest)
+                if causal and any(idx[j] > idx[parent[j]] for j in range(1, t)):
+                    continue
+                h = sum(
+                    torch.prod(torch.stack([q[j][b, idx[j]] for j in mono]), 0).sum()
+                    for mono in poly.monomials
+                )
+                s = scale * float(h)
+                if pair_bias is not None:
+                    s += sum(float(pair_bias[b, idx[parent[j]], idx[j]]) for j in range(1, t))
+                val = torch.ones(dv, dtype=torch.float64)
+                for j in range(1, t):
+                    if v[j] is not None:
+                        val = val * v[j][b, idx[j]].double()
+                scores.append(s)
+                values.append(val)
+            scores = torch.tensor(scores, dtype=torch.float64)
+            if not len(scores) or torch.isinf(scores).all():
+                continue
+            w = torch.softmax(scores, 0)
+            out[b, i] = (w[:, None] * torch.stack(values)).sum(0)
+    return out
+
+
+@pytest.mark.parametrize(
+    "poly, backends",
+    [
+        ("self", ("tree", "brute")),
+        ("tree:path:2", ("tree", "brute")),
+        ("tree:star:2", ("tree", "brute")),
+        ("strassen", ("strassen", "brute")),
+        ("tensor3", ("brute",)),
+    ],
+)
+def test_masks_match_brute_force_loops(poly, backends):
+    t = parse_polynomial(poly).num_slots
+    q, v = _inputs(t, n=5, d=3, dv=2, batch=2, seed=3)
+    g = torch.Generator().manual_seed(1)
+    attn = torch.rand(5, 5, generator=g) < 0.3
+    attn[:, 0] = False  # keep one allowed key everywhere except the row below
+    attn[4] = True  # query 4 (and, for trees, parent index 4) has no allowed partner
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    pad[0, 3] = pad[1, 1] = True
+    float_mask = torch.randn(2, 5, 5, generator=g, dtype=torch.float64)
+    cases = [
+        (dict(attn_mask=attn), torch.zeros(2, 5, 5).masked_fill(attn, float("-inf"))),
+        (
+            dict(key_padding_mask=pad),
+            torch.zeros(2, 5, 5).masked_fill(pad[:, None, :], float("-inf")),
+        ),
+        (
+            dict(attn_mask=float_mask, key_padding_mask=pad),
+            float_mask.masked_fill(pad[:, None, :], float("-inf")),
+        ),
+    ]
+    for kwargs, bias in cases:
+        for causal in (False, True):
+            want = _loop_reference(q, v, poly, 1 / 3, causal, bias.double())
+            for backend in backends:
+                got = poly_attention(q, v, poly, causal=causal, backend=backend, **kwargs)
+                assert torch.isfinite(got).all(), (backend, kwargs)
+                assert torch.allclose(got, want, atol=1e-10), (backend, causal, kwargs)
+
+
+def test_self_attention_masks_equal_scaled_dot_product_attention():
+    q, v = _inputs(2, n=6, d=4, dv=4, batch=3, seed=5)
+    g = torch.Generator().manual_seed(2)
+    attn = torch.rand(6, 6, generator=g) < 0.4
+    attn.fill_diagonal_(False)
+    pad = torch.zeros(3, 6, dtype=torch.bool)
+    pad[:, -1] = True
+    ours = poly_attention(
+        q, v, "self", scale="1/sqrt(d)", attn_mask=attn, key_padding_mask=pad, backend="tree"
+    )
+    allowed = ~(attn[None] | pad[:, None, :])
+    ref = torch.nn.functional.scaled_dot_product_attention(q[0], q[1], v[1], attn_mask=allowed)
+    assert torch.allclose(ours, ref, atol=1e-12)
+
+
+def test_module_masks_follow_multihead_attention_conventions():
+    torch.manual_seed(0)
+    layer = PolyAttention(8, "tree:path:2", heads=2).double()
+    x = torch.randn(2, 6, 8, dtype=torch.float64)
+    pad = torch.zeros(2, 6, dtype=torch.bool)
+    pad[0, 4:] = True
+    y = layer(x, key_padding_mask=pad)
+    # Padded tokens are invisible as keys: changing them changes no other position's output.
+    x2 = x.clone()
+    x2[0, 4:] = torch.randn(2, 8, dtype=torch.float64) * 5
+    y2 = layer(x2, key_padding_mask=pad)
+    assert torch.allclose(y[0, :4], y2[0, :4], atol=1e-12) and torch.allclose(y[1], y2[1])
+    # A float mask of 0 / -inf equals the bool mask; (batch * heads, n, n) is accepted.
+    attn = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
+    as_float = torch.zeros(6, 6, dtype=torch.float64).masked_fill(attn, float("-inf"))
+    assert torch.allclose(layer(x, attn_mask=attn), layer(x, attn_mask=as_float))
+    per_head = attn.expand(2 * 2, 6, 6)
+    assert torch.allclose(layer(x, attn_mask=attn), layer(x, attn_mask=per_head))
+    # The causal flag and a causal bool mask agree for self-attention.
+    sa = PolyAttention(8, "self", heads=2).double()
+    causal = PolyAttention(8, "self", heads=2, causal=True).double()
+    causal.load_state_dict(sa.state_dict())
+    assert torch.allclose(sa(x, attn_mask=attn), causal(x), atol=1e-12)
+    block = PolyTransformerBlock(8, "strassen").double()
+    assert torch.isfinite(block(x, attn_mask=attn, key_padding_mask=pad)).all()
+    with pytest.raises(ValueError, match="attn_mask"):
+        layer(x, attn_mask=torch.zeros(5, 6, 6, dtype=torch.bool))
+    with pytest.raises(ValueError, match="key_padding_mask"):
+        layer(x, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="attn_mask contains NaN"):
+        layer(x, attn_mask=torch.full((6, 6), float("nan"), dtype=torch.float64))
+
+
+def test_fully_masked_queries_give_zeros_not_nan():
+    for poly, backend in (("self", "tree"), ("strassen", "strassen"), ("tensor3", "brute")):
+        t = parse_polynomial(poly).num_slots
+        q, v = _inputs(t, n=4, batch=1)
+        pad = torch.ones(1, 4, dtype=torch.bool)
+        out = poly_attention(q, v, poly, backend=backend, key_padding_mask=pad)
+        assert torch.equal(out, torch.zeros_like(out)), poly
+
+
+def test_strassen_stays_finite_for_large_logits_in_float32():
+    # Logits ~1e3: the row-wise bound max_j A + max_k C sits hundreds above the best (j, k),
+    # so the factored products underflow float32; those rows are redone exactly.
+    q, v = _inputs(3, n=24, d=8, dv=4, batch=2, seed=11, dtype=torch.float32, spread=1.0)
+    q = [x * 30.0 for x in q]  # scale 1/d: scores ~ 900 * N(0, 1) / sqrt(8) ... up to ~1e3
+    h = poly_attention([x.double() for x in q], [None] + [x.double() for x in v[1:]], "strassen")
+    logits = (q[0] @ q[1].transpose(-1, -2)).abs().max() / 8
+    assert logits > 500
+    for backend in ("strassen", "brute"):
+        out = poly_attention(q, v, "strassen", backend=backend)
+        assert out.dtype == torch.float32 and torch.isfinite(out).all(), backend
+        assert torch.allclose(out.double(), h, atol=5e-3), backend
+
+
+def test_empty_and_non_finite_inputs_are_refused():
+    q, v = _inputs(2, n=4)
+    with pytest.raises(ValueError, match="Q .* is empty"):
+        poly_attention([x[:, :0] for x in q], [None, v[1][:, :0]], "self")
+    bad = q[0].clone()
+    bad[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="Q .* contains NaN"):
+        poly_attention([bad, q[1]], v, "self")
+    with pytest.raises(ValueError, match="x is empty"):
+        PolyAttention(4)(torch.randn(2, 0, 4))
+    with pytest.raises(ValueError, match="scale"):
+        poly_attention(q, v, "self", scale=float("nan"))

@@ -10,7 +10,10 @@ residual.
 from __future__ import annotations
 
 import torch
+import torch.fx
 from torch import nn
+
+from iclr26 import validation as V
 
 ACTIVATIONS = {
     "relu6": nn.ReLU6,
@@ -21,6 +24,25 @@ ACTIVATIONS = {
     "identity": nn.Identity,
 }
 GATES = ("self", "glu", "none")
+
+
+def check_feature_map(x: torch.Tensor, name: str = "x") -> torch.Tensor:
+    """A floating, finite, non-empty ``(B, C, H, W)`` tensor. Registered as an FX leaf
+    (``torch.fx.wrap``): ``symbolic_trace`` records the call instead of evaluating it, so the
+    traced graph keeps the check and runs it on real inputs."""
+    return V.check_tensor(x, name, ndim=4, floating=True)
+
+
+torch.fx.wrap("check_feature_map")
+
+
+def _drop_path_mask(x: torch.Tensor, keep: float) -> torch.Tensor:
+    """One Bernoulli(keep) draw per sample, broadcast over the other dimensions (an FX leaf,
+    since its shape arithmetic cannot be traced symbolically)."""
+    return x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
+
+
+torch.fx.wrap("_drop_path_mask")
 
 
 def make_activation(act: str | type[nn.Module]) -> nn.Module:
@@ -48,6 +70,13 @@ class ConvBN(nn.Sequential):
         with_bn: bool = True,
     ) -> None:
         super().__init__()
+        in_ch = V.check_int(in_ch, "in_ch", low=1)
+        out_ch = V.check_int(out_ch, "out_ch", low=1)
+        kernel_size = V.check_int(kernel_size, "kernel_size", low=1)
+        stride = V.check_int(stride, "stride", low=1)
+        padding = V.check_int(padding, "padding", low=0)
+        groups = V.check_int(groups, "groups", low=1)
+        V.check_bool(with_bn, "with_bn")
         self.kernel_size = kernel_size
         self.in_ch, self.out_ch = in_ch, out_ch
         self.add_module(
@@ -64,16 +93,13 @@ class DropPath(nn.Module):
 
     def __init__(self, p: float = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"drop path rate must be in [0, 1), got {p}")
-        self.p = p
+        self.p = V.check_scalar(p, "p", low=0.0, high=1.0, high_open=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.p == 0.0 or not self.training:
             return x
         keep = 1.0 - self.p
-        mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
-        return x * mask / keep
+        return x * _drop_path_mask(x, keep) / keep
 
 
 class GmBlock(nn.Module):
@@ -98,12 +124,13 @@ class GmBlock(nn.Module):
         layer_scale: float = 1e-6,
     ) -> None:
         super().__init__()
-        if dim < 1 or mlp_ratio < 1:
-            raise ValueError("dim and mlp_ratio must be positive")
-        if kernel_size < 1 or kernel_size % 2 == 0:
+        dim = V.check_int(dim, "dim", low=1)
+        mlp_ratio = V.check_int(mlp_ratio, "mlp_ratio", low=1)
+        kernel_size = V.check_int(kernel_size, "kernel_size", low=1)
+        if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd and positive, got {kernel_size}")
-        if gate not in GATES:
-            raise ValueError(f"unknown gate {gate!r}; valid: {', '.join(GATES)}")
+        V.check_choice(gate, "gate", GATES)
+        layer_scale = V.check_scalar(layer_scale, "layer_scale", low=0.0)
         pad = (kernel_size - 1) // 2
         hidden = mlp_ratio * dim
         self.gate = gate
@@ -128,8 +155,7 @@ class GmBlock(nn.Module):
         return self.act(u)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim != 4:
-            raise ValueError(f"GmBlock expects (B, C, H, W), got shape {tuple(x.shape)}")
+        x = check_feature_map(x)
         h = self.dwconv2(self.g(self.mix(self.dwconv(x))))
         if self.gamma is not None:
             h = h * self.gamma.view(1, -1, 1, 1)

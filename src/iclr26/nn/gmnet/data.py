@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from iclr26 import validation as V
 from iclr26.data import load_image
 
 PATCH_IMAGES = ("brick", "grass", "gravel", "camera", "coins", "moon", "page", "text")
@@ -42,10 +43,17 @@ def texture_patches(
     images: tuple[str, ...] = PATCH_IMAGES,
 ):
     """``(x_train, y_train, x_test, y_test)`` as float32 tensors (N, 1, size, size) and labels."""
+    V.check_int(n_train, "n_train", low=1)
+    V.check_int(n_test, "n_test", low=1)
+    V.check_int(size, "size", low=4)
+    V.check_int(seed, "seed", low=0)
+    if isinstance(images, str) or not images:
+        raise ValueError(f"images must be a non-empty tuple of image names, got {images!r}")
     if n_train < len(images) or n_test < len(images):
-        raise ValueError("need at least one train and one test crop per class")
-    if size < 4:
-        raise ValueError("size must be >= 4")
+        raise ValueError(
+            f"n_train and n_test must give at least one crop per class ({len(images)}), "
+            f"got {n_train} and {n_test}"
+        )
     rng = np.random.default_rng(seed)
     out = {"train": ([], []), "test": ([], [])}
     for label, name in enumerate(images):

@@ -12,9 +12,14 @@ import copy
 from collections.abc import Sequence
 
 import torch
+import torch.fx
 from torch import nn
 
-from iclr26.nn.gmnet.block import ConvBN, GmBlock, make_activation
+from iclr26 import validation as V
+from iclr26.nn.gmnet.block import ConvBN, GmBlock, check_feature_map, make_activation
+
+# The input check stays in traced graphs as a leaf call (see block.check_feature_map).
+torch.fx.wrap("check_feature_map")
 
 
 class GmNet(nn.Module):
@@ -40,12 +45,19 @@ class GmNet(nn.Module):
         layer_scale: float = 1e-6,
     ) -> None:
         super().__init__()
-        if len(widths) != len(depths) or not widths:
-            raise ValueError("widths and depths must be non-empty and of equal length")
-        if num_classes < 1 or in_chans < 1:
-            raise ValueError("num_classes and in_chans must be positive")
-        if stem_stride not in (1, 2):
-            raise ValueError("stem_stride must be 1 or 2")
+        widths = _int_sequence("widths", widths, low=1)
+        depths = _int_sequence("depths", depths, low=0)
+        if len(widths) != len(depths):
+            raise ValueError(
+                f"widths and depths must have equal length, got {len(widths)} and {len(depths)}"
+            )
+        num_classes = V.check_int(num_classes, "num_classes", low=1)
+        in_chans = V.check_int(in_chans, "in_chans", low=1)
+        stem_channels = V.check_int(stem_channels, "stem_channels", low=1)
+        V.check_choice(stem_stride, "stem_stride", (1, 2))
+        drop_path_rate = V.check_scalar(
+            drop_path_rate, "drop_path_rate", low=0.0, high=1.0, high_open=True
+        )
         self.num_classes = num_classes
         self.widths, self.depths = tuple(widths), tuple(depths)
         self.stem = nn.Sequential(
@@ -80,8 +92,7 @@ class GmNet(nn.Module):
 
     def features(self, x: torch.Tensor) -> list[torch.Tensor]:
         """The output feature map of every stage."""
-        if x.ndim != 4:
-            raise ValueError(f"GmNet expects (B, C, H, W) images, got shape {tuple(x.shape)}")
+        x = check_feature_map(x)
         maps = []
         x = self.stem(x)
         for stage in self.stages:
@@ -92,6 +103,14 @@ class GmNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.features(x)[-1]
         return self.head(self.norm(x).mean(dim=(2, 3)))
+
+
+def _int_sequence(name: str, values, low: int) -> tuple[int, ...]:
+    if isinstance(values, int | str) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of integers, got {values!r}")
+    if len(values) == 0:
+        raise ValueError(f"{name} is empty: it needs one entry per stage")
+    return tuple(V.check_int(v, f"{name}[{k}]", low=low) for k, v in enumerate(values))
 
 
 def _init_weights(module: nn.Module) -> None:
@@ -212,7 +231,7 @@ def _fold(conv_bn: ConvBN) -> ChannelLinear:
 def convert_for_inference(model: nn.Module) -> nn.Module:
     """A copy of ``model`` (eval mode) with every 1x1 ConvBN folded into a channels-last Linear."""
     if not isinstance(model, nn.Module):
-        raise TypeError("convert_for_inference expects an nn.Module")
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     converted = copy.deepcopy(model).eval()
 
     def replace(parent: nn.Module) -> None:

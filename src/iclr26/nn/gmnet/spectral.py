@@ -14,11 +14,15 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from iclr26 import validation as V
+
 
 def _as_tensor(x, name: str) -> tuple[torch.Tensor, bool]:
     if isinstance(x, np.ndarray):
+        V.check_array(x, name, dtype=None)
         return torch.from_numpy(x), True
     if isinstance(x, torch.Tensor):
+        V.check_tensor(x, name)
         return x, False
     raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(x).__name__}")
 
@@ -33,8 +37,9 @@ def _radial_filter(images, r: float, keep_high: bool):
     x, was_numpy = _as_tensor(images, "images")
     if x.ndim < 2:
         raise ValueError("images must have at least 2 dimensions (..., H, W)")
-    if r < 0:
-        raise ValueError(f"radius must be >= 0, got {r}")
+    if x.is_complex():
+        raise TypeError("images must be real, got a complex tensor")
+    V.check_scalar(r, "r", low=0.0)
     h, w = x.shape[-2:]
     spectrum = torch.fft.fftshift(torch.fft.fft2(x), dim=(-2, -1))
     radius = _radius_grid(h, w, x.device)
@@ -64,14 +69,12 @@ def high_freq_energy_fraction(
     all leading axes before the ratio, else one fraction per signal is returned.
     """
     t, _ = _as_tensor(x, "x")
-    if ndim not in (1, 2):
-        raise ValueError("ndim must be 1 or 2")
+    V.check_choice(ndim, "ndim", (1, 2))
     if t.ndim < ndim:
-        raise ValueError(f"x needs at least {ndim} dimensions")
-    if not 0.0 <= cutoff:
-        raise ValueError("cutoff must be >= 0")
-    if window not in ("hann", None):
-        raise ValueError("window must be 'hann' or None")
+        raise ValueError(f"x needs at least {ndim} dimensions, got {t.ndim}")
+    V.check_scalar(cutoff, "cutoff", low=0.0)
+    V.check_choice(window, "window", ("hann", None))
+    V.check_bool(reduce, "reduce")
     t = t.double()
     dims = tuple(range(-ndim, 0))
     sizes = t.shape[-ndim:]
@@ -96,10 +99,10 @@ def band_limited_signals(
     n_signals: int = 64, n: int = 4096, band: float = 0.05, seed: int = 0
 ) -> torch.Tensor:
     """Periodic Gaussian signals with energy only below ``band * Nyquist``, standardised."""
-    if not 0.0 < band <= 1.0:
-        raise ValueError("band must be in (0, 1]")
-    if n_signals < 1 or n < 8:
-        raise ValueError("need n_signals >= 1 and n >= 8")
+    V.check_scalar(band, "band", low=0.0, high=1.0, low_open=True)
+    V.check_int(n_signals, "n_signals", low=1)
+    V.check_int(n, "n", low=8)
+    V.check_int(seed, "seed", low=0)
     gen = torch.Generator().manual_seed(seed)
     white = torch.randn(n_signals, n, generator=gen, dtype=torch.float64)
     spectrum = torch.fft.rfft(white, dim=-1)
@@ -119,6 +122,9 @@ def gate_spectrum_demo(
     beyond: float = 2.0,
 ) -> float:
     """High-frequency fraction of ``act(x) * x`` beyond ``beyond * band`` for band-limited x."""
+    if not callable(act):
+        raise TypeError(f"act must be callable, got {type(act).__name__}")
+    V.check_scalar(beyond, "beyond", low=0.0, low_open=True)
     x = band_limited_signals(n_signals, n, band, seed)
     y = act(x) * x
     return high_freq_energy_fraction(y, cutoff=beyond * band, window=None)

@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
+
 
 @dataclass
 class TrainLog:
@@ -27,10 +29,13 @@ def train_classifier(
     seed: int = 0,
 ) -> TrainLog:
     """AdamW with a cosine schedule (the ImageNet recipe's optimiser), one loss per batch."""
-    if x.ndim != 4 or len(x) != len(y):
-        raise ValueError("x must be (N, C, H, W) with one label per image")
-    if epochs < 1 or batch_size < 1:
-        raise ValueError("epochs and batch_size must be positive")
+    _check_model(model)
+    _check_images_and_labels(x, y)
+    V.check_int(epochs, "epochs", low=1)
+    V.check_int(batch_size, "batch_size", low=1)
+    V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    V.check_scalar(weight_decay, "weight_decay", low=0.0)
+    V.check_int(seed, "seed", low=0)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     steps = epochs * ((len(x) + batch_size - 1) // batch_size)
@@ -53,8 +58,22 @@ def train_classifier(
     return log
 
 
+def _check_model(model) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+
+
+def _check_images_and_labels(x, y) -> None:
+    V.check_tensor(x, "x", ndim=4, floating=True)
+    V.check_tensor(y, "y", ndim=1, integer=True, low=0)
+    V.check_same_length(x=x, y=y)
+
+
 @torch.no_grad()
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 512) -> float:
+    _check_model(model)
+    _check_images_and_labels(x, y)
+    V.check_int(batch_size, "batch_size", low=1)
     model.eval()
     correct = 0
     for i in range(0, len(x), batch_size):
@@ -65,6 +84,9 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
 @torch.no_grad()
 def stage_features(model: nn.Module, x: torch.Tensor, batch_size: int = 512) -> list[torch.Tensor]:
     """Every stage's output feature maps for ``x`` (eval mode)."""
+    V.check_module_attrs(model, "model", ["features", "eval"])
+    V.check_tensor(x, "x", ndim=4, floating=True)
+    V.check_int(batch_size, "batch_size", low=1)
     model.eval()
     parts = [model.features(x[i : i + batch_size]) for i in range(0, len(x), batch_size)]
     return [torch.cat([p[s] for p in parts]) for s in range(len(parts[0]))]

@@ -1,6 +1,6 @@
 """Learned transformer nonlinearities: spline GeLU/softmax replacements, two-stage search."""
 
-from iclr26.nn.learned_nonlinearities.hf import patch_hf_activations
+from iclr26.nn.learned_nonlinearities.hf import load_patched_pretrained, patch_hf_activations
 from iclr26.nn.learned_nonlinearities.procedure import (
     History,
     compatibility_matrix,
@@ -30,6 +30,7 @@ __all__ = [
     "TextTask",
     "compatibility_matrix",
     "discover_nonlinearities",
+    "load_patched_pretrained",
     "masked_loss",
     "patch_hf_activations",
     "prose_task",

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from iclr26 import validation as V
+
 ATTENTION_KINDS = ("softmax", "kernel_feature", "score_fn", "pre_qkv")
 INITS = ("constant", "linear", "gelu", "exp")
 
@@ -29,14 +31,15 @@ class LinearSpline(nn.Module):
         init_value: float = 0.01,
     ) -> None:
         super().__init__()
-        if n_anchors < 2:
-            raise ValueError("a spline needs at least 2 anchors")
-        if x_range <= 0:
-            raise ValueError("x_range must be positive")
-        if init not in INITS:
-            raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
-        if per_channel and (channels is None or channels < 1):
-            raise ValueError("per_channel splines need a positive channel count")
+        n_anchors = V.check_int(n_anchors, "n_anchors", low=2)
+        x_range = V.check_scalar(x_range, "x_range", low=0.0, low_open=True)
+        V.check_choice(init, "init", INITS)
+        per_channel = V.check_bool(per_channel, "per_channel")
+        init_value = V.check_scalar(init_value, "init_value")
+        if per_channel:
+            if channels is None:
+                raise ValueError("channels must be given for per_channel splines")
+            channels = V.check_int(channels, "channels", low=1)
         self.x_range = float(x_range)
         self.per_channel = per_channel
         anchors = torch.linspace(-x_range, x_range, n_anchors)
@@ -59,21 +62,28 @@ class LinearSpline(nn.Module):
         return self.anchors.numel()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.per_channel and x.shape[-1] != self.values.shape[0]:
+        """Evaluated in float32 and cast back to ``x``'s dtype (as the release does, so the
+        spline drops into bf16/fp16 models). NaN propagates, as through any activation."""
+        # Cheap boundary check only (type and dtype): this runs on every activation.
+        V.check_tensor(x, "x", floating=True, allow_nan=True, allow_inf=True, nonempty=False)
+        if self.per_channel and (x.dim() == 0 or x.shape[-1] != self.values.shape[0]):
             raise ValueError(
-                f"per-channel spline expects last dim {self.values.shape[0]}, got {x.shape[-1]}"
+                f"x must have last dimension {self.values.shape[0]} for this per-channel "
+                f"spline, got shape {tuple(x.shape)}"
             )
         k = self.n_anchors
-        pos = (x - self.anchors[0]) / self.delta
+        # Anchors from the Python range (float32 whatever dtype the module was cast to).
+        pos = (x.float() + self.x_range) / self.delta
         idx = pos.detach().floor().clamp(0, k - 2).long()
         frac = (pos - idx).clamp(0.0, 1.0)
+        values = self.values.float()
         if self.per_channel:
-            table = self.values.t()  # (K, C)
+            table = values.t()  # (K, C)
             ch = torch.arange(x.shape[-1], device=x.device).expand_as(idx)
             left, right = table[idx, ch], table[idx + 1, ch]
         else:
-            left, right = self.values[idx], self.values[idx + 1]
-        return left + frac * (right - left)
+            left, right = values[idx], values[idx + 1]
+        return (left + frac * (right - left)).to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"anchors={self.n_anchors}, range=±{self.x_range:g}, per_channel={self.per_channel}"
@@ -99,12 +109,11 @@ class Nonlinearities(nn.Module):
         attention_init: str = "constant",
     ) -> None:
         super().__init__()
-        if attention not in ATTENTION_KINDS:
-            raise ValueError(
-                f"unknown attention {attention!r}; valid: {', '.join(ATTENTION_KINDS)}"
-            )
-        if n_layers < 1:
-            raise ValueError("n_layers must be >= 1")
+        V.check_bool(mlp, "mlp")
+        V.check_choice(attention, "attention", ATTENTION_KINDS)
+        n_layers = V.check_int(n_layers, "n_layers", low=1)
+        V.check_choice(mlp_init, "mlp_init", INITS)
+        V.check_choice(attention_init, "attention_init", INITS)
         self.attention = attention
         self.n_layers = n_layers
 

@@ -13,11 +13,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
+
 SPLITS = ("wts", "arch", "test")
 
 
 def masked_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Mean cross-entropy of ``model(x)`` against ``y`` over the positions ``mask`` keeps;
+    ``batch = (x, y, mask)`` as a task's ``sample`` returns it."""
+    if not callable(model):
+        raise TypeError(f"model must be callable (an nn.Module), got {type(model).__name__}")
+    if not isinstance(batch, tuple | list) or len(batch) != 3:
+        raise TypeError("batch must be a tuple (x, y, mask)")
     x, y, mask = batch
+    V.check_tensor(x, "x", ndim=2, integer=True)
+    V.check_tensor(y, "y", shape=tuple(x.shape), integer=True)
+    V.check_tensor(mask, "mask", shape=tuple(x.shape))
+    if not bool(mask.any()):
+        raise ValueError("mask keeps no position: the loss would be 0/0")
     logits = model(x)
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none")
     mask = mask.flatten().float()
@@ -36,10 +49,13 @@ class _AnswerTask:
     metric: str
 
     def _check(self) -> None:
-        if self.metric not in METRICS:
-            raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
-        if not 0 < self.arch_fraction < 1:
-            raise ValueError("arch_fraction must be in (0, 1)")
+        V.check_choice(self.metric, "metric", METRICS)
+        V.check_scalar(
+            self.arch_fraction, "arch_fraction", low=0, high=1, low_open=True, high_open=True
+        )
+        V.check_int(self.n_train, "n_train", low=10)
+        V.check_int(self.n_test, "n_test", low=1)
+        V.check_int(self.seed, "seed", low=0)
 
     def _split(self, seqs: torch.Tensor, n_train: int) -> None:
         n_arch = int(round(self.arch_fraction * n_train))
@@ -53,8 +69,8 @@ class _AnswerTask:
         return x, y, mask
 
     def sample(self, split: str, batch: int, gen: torch.Generator):
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}")
+        V.check_choice(split, "split", SPLITS)
+        V.check_int(batch, "batch", low=1)
         seqs = self.data[split]
         return self._batch(seqs[torch.randint(0, len(seqs), (batch,), generator=gen)])
 
@@ -90,8 +106,7 @@ class AdditionTask(_AnswerTask):
     vocab_size: int = 12
 
     def __post_init__(self) -> None:
-        if self.n_digits < 1 or self.n_train < 10 or self.n_test < 1:
-            raise ValueError("need n_digits >= 1, n_train >= 10, n_test >= 1")
+        V.check_int(self.n_digits, "n_digits", low=1)
         self._check()
         space = 10 ** (2 * self.n_digits)
         if self.n_train + self.n_test > space:
@@ -138,8 +153,8 @@ class CopyTask(_AnswerTask):
     metric: str = "exact"
 
     def __post_init__(self) -> None:
-        if self.length < 1 or self.n_symbols < 2 or self.n_train < 10 or self.n_test < 1:
-            raise ValueError("need length >= 1, n_symbols >= 2, n_train >= 10, n_test >= 1")
+        V.check_int(self.length, "length", low=1)
+        V.check_int(self.n_symbols, "n_symbols", low=2)
         self._check()
         space = self.n_symbols**self.length
         if self.n_train + self.n_test > space:
@@ -173,9 +188,23 @@ class TextTask:
     context: int = 64
     n_eval_windows: int = 64
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.streams, dict) or set(self.streams) != set(SPLITS):
+            raise ValueError(f"streams must be a dict with the splits {SPLITS}")
+        self.vocab_size = V.check_int(self.vocab_size, "vocab_size", low=2)
+        self.context = V.check_int(self.context, "context", low=1)
+        self.n_eval_windows = V.check_int(self.n_eval_windows, "n_eval_windows", low=1)
+        for split, ids in self.streams.items():
+            V.check_tensor(ids, f"streams[{split!r}]", ndim=1, integer=True)
+            if ids.numel() < self.context + 2:
+                raise ValueError(
+                    f"streams[{split!r}] has {ids.numel()} tokens; a window needs "
+                    f"context + 2 = {self.context + 2}"
+                )
+
     def sample(self, split: str, batch: int, gen: torch.Generator):
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}")
+        V.check_choice(split, "split", SPLITS)
+        V.check_int(batch, "batch", low=1)
         ids = self.streams[split]
         starts = torch.randint(0, len(ids) - self.context - 1, (batch,), generator=gen)
         w = ids[starts[:, None] + torch.arange(self.context + 1)]
@@ -214,8 +243,10 @@ def text_task(
     read per split (the code corpus is about 10 M characters)."""
     from iclr26.data import stdlib_corpus
 
-    if kind not in ("prose", "code"):
-        raise ValueError(f"kind must be 'prose' or 'code', got {kind!r}")
+    V.check_choice(kind, "kind", ("prose", "code"))
+    V.check_int(context, "context", low=1)
+    V.check_int(n_eval_windows, "n_eval_windows", low=1)
+    V.check_int(max_files, "max_files", low=1, allow_none=True)
     streams = {
         name: _encode_chars("\n\n".join(stdlib_corpus(split, kinds=(kind,), max_files=max_files)))
         for name, split in (("wts", "train"), ("arch", "val"), ("test", "test"))

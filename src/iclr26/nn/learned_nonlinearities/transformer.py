@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
 from iclr26.nn.learned_nonlinearities.spline import Nonlinearities
 
 KERNEL_EPS = 1e-6
@@ -86,8 +87,14 @@ class SplineTransformer(nn.Module):
         nonlinearities: Nonlinearities | None = None,
     ) -> None:
         super().__init__()
-        if vocab_size < 2 or d_model < 1 or n_layers < 1 or context < 1:
-            raise ValueError("vocab_size >= 2 and positive d_model, n_layers, context required")
+        vocab_size = V.check_int(vocab_size, "vocab_size", low=2)
+        d_model = V.check_int(d_model, "d_model", low=1)
+        n_heads = V.check_int(n_heads, "n_heads", low=1)
+        n_layers = V.check_int(n_layers, "n_layers", low=1)
+        mlp_ratio = V.check_int(mlp_ratio, "mlp_ratio", low=1)
+        context = V.check_int(context, "context", low=1)
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         if nonlinearities is not None and not isinstance(nonlinearities, Nonlinearities):
             raise TypeError("nonlinearities must be a Nonlinearities module or None")
         self.vocab_size, self.context = vocab_size, context
@@ -106,8 +113,7 @@ class SplineTransformer(nn.Module):
         return [p for p in self.parameters() if id(p) not in shared]
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        if idx.ndim != 2 or idx.dtype != torch.long:
-            raise TypeError("token ids must be a (B, N) long tensor")
+        V.check_tensor(idx, "idx", ndim=2, integer=True, low=0, high=self.vocab_size - 1)
         if idx.shape[1] > self.context:
             raise ValueError(f"sequence length {idx.shape[1]} exceeds context {self.context}")
         x = self.token(idx) + self.position(torch.arange(idx.shape[1], device=idx.device))

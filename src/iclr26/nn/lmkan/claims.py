@@ -3,9 +3,7 @@ O(1) lookup cost."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import time
 
 import matplotlib
 
@@ -15,7 +13,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, Verdict, claim  # noqa: E402
 from iclr26.data import train_test_indices  # noqa: E402
 
 from .baselines import MLP, PlainCNN  # noqa: E402
@@ -26,49 +24,82 @@ from .tasks import digits_images, displaced_methane, load_cifar10, random_teache
 
 SLUG = "lmkan"
 MLP_WIDTHS = (16, 32, 64, 128, 256)
-LMKAN_WIDTHS = (4, 8, 16, 32)
+# lmKAN widths tried in order under the stopping rule (the last one is the scale's cap).
+LMKAN_WIDTHS = (4, 8, 16, 32, 64)
+LMKAN_WIDTHS_FULL = (4, 8, 16, 32, 64, 128)
 REFERENCE_WIDTH = 128
 
 
-@contextlib.contextmanager
-def _threads(n: int):
-    """Time with ``n`` torch threads (the criteria name 2), then restore the runner's count."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+# The lmKAN width sweep's stopping rule, fixed before any run: widths double from the first
+# one until lmKAN reaches the target error, or its curve flattens (two widths in a row that
+# lower the best error so far by less than 2 % relative), or the scale's width cap is reached
+# (then, target not reached, the verdict is inconclusive: the sweep ended while still improving).
+SWEEP_MIN_IMPROVEMENT = 0.02
+SWEEP_FLAT_WIDTHS = 2
+
+
+def _fit_one(ctx: Context, family: str, width: int, data, epochs: int) -> dict:
+    """Train one model with the loop, epochs, batch size and seed every family shares; test
+    MSE. Training uses the threads the runner gives the process."""
+    xt, yt, xe, ye = data
+    torch.manual_seed(ctx.seed)
+    if family == "mlp":
+        model = MLP(xt.shape[1], width)
+    else:
+        model = LMKANMLP(xt.shape[1], width, 1, depth=2, num_grids=8)
+    train_regressor(model, xt, yt, epochs, batch_size=256, lr=1e-3, seed=ctx.seed)
+    model.eval()
+    with torch.no_grad():
+        mse = float(((model(xe) - ye) ** 2).mean())
+    return {
+        "family": family,
+        "width": width,
+        "flops": model.flops(),
+        "mse": mse,
+        "params": sum(p.numel() for p in model.parameters()),
+        "model": model,
+    }
+
+
+def sweep_stop(errors: list[float], target: float) -> str | None:
+    """Why a width sweep stops after these errors (in sweep order), or ``None`` to go on:
+    ``"target reached"`` or ``"flattened"`` (the last ``SWEEP_FLAT_WIDTHS`` widths each
+    lowered the best error so far by less than ``SWEEP_MIN_IMPROVEMENT`` relative)."""
+    if errors and min(errors) <= target:
+        return "target reached"
+    flat, best = 0, math.inf
+    for err in errors:
+        flat = 0 if err < best * (1.0 - SWEEP_MIN_IMPROVEMENT) else flat + 1
+        best = min(best, err)
+    return "flattened" if flat >= SWEEP_FLAT_WIDTHS else None
 
 
 def _fit_families(ctx: Context, x_tr, y_tr, x_te, y_te, epochs: int, mlp_widths, kan_widths):
-    """Train both families with the same loop, epochs, batch size and seed; test MSE each.
-    Training uses the threads the runner gives the process (one per job with ``--jobs 2``)."""
-    xt, yt = torch.from_numpy(x_tr), torch.from_numpy(y_tr).unsqueeze(1)
-    xe, ye = torch.from_numpy(x_te), torch.from_numpy(y_te).unsqueeze(1)
+    """The MLP family at every width (its width-128 model sets the target), then lmKAN widths
+    in increasing order under the stopping rule :func:`sweep_stop`. Returns the rows and how
+    the lmKAN sweep ended (``"target reached"``, ``"flattened"`` or ``"width cap"``)."""
+    data = (
+        torch.from_numpy(x_tr),
+        torch.from_numpy(y_tr).unsqueeze(1),
+        torch.from_numpy(x_te),
+        torch.from_numpy(y_te).unsqueeze(1),
+    )
+    total = len(mlp_widths) + len(kan_widths)
     rows = []
-    jobs = [("mlp", w) for w in mlp_widths] + [("lmkan", w) for w in kan_widths]
-    for k, (family, width) in enumerate(jobs):
-        torch.manual_seed(ctx.seed)
-        if family == "mlp":
-            model = MLP(x_tr.shape[1], width)
-        else:
-            model = LMKANMLP(x_tr.shape[1], width, 1, depth=2, num_grids=8)
-        train_regressor(model, xt, yt, epochs, batch_size=256, lr=1e-3, seed=ctx.seed)
-        with torch.no_grad():
-            mse = float(((model(xe) - ye) ** 2).mean())
-        rows.append(
-            {
-                "family": family,
-                "width": width,
-                "flops": model.flops(),
-                "mse": mse,
-                "params": sum(p.numel() for p in model.parameters()),
-                "model": model,
-            }
-        )
-        ctx.report((k + 1) / len(jobs), f"{family} width {width}: mse {mse:.4f}")
-    return rows
+    for width in mlp_widths:
+        rows.append(_fit_one(ctx, "mlp", width, data, epochs))
+        ctx.report(len(rows) / total, f"mlp width {width}: mse {rows[-1]['mse']:.4f}")
+    target = next(r["mse"] for r in rows if r["width"] == REFERENCE_WIDTH)
+    stop, errors = "width cap", []
+    for width in kan_widths:
+        rows.append(_fit_one(ctx, "lmkan", width, data, epochs))
+        errors.append(rows[-1]["mse"])
+        ctx.report(len(rows) / total, f"lmkan width {width}: mse {errors[-1]:.4f}")
+        reason = sweep_stop(errors, target)
+        if reason is not None:
+            stop = reason
+            break
+    return rows, stop
 
 
 def flops_to_reach(points: list[tuple[float, float]], target: float) -> float | None:
@@ -88,30 +119,40 @@ def flops_to_reach(points: list[tuple[float, float]], target: float) -> float | 
     return None
 
 
-def _rates(model: nn.Module, x: torch.Tensor, warmup: int, repeats: int) -> dict[str, float]:
-    """Samples per second, median over repeats, on two clocks read around the same calls:
-    ``wall`` (the spec's measure) and ``cpu`` (this process's CPU time over all its threads,
-    which does not count time the scheduler gives to other jobs on a shared machine)."""
+def _forward_timing(ctx: Context, model: nn.Module, x: torch.Tensor, warmup: int, repeats: int):
+    """``ctx.timeit`` of one no-grad forward with 2 threads (the criteria name 2): minimum and
+    median of wall and process CPU time, load recorded."""
     model.eval()
-    walls, cpus = [], []
-    with torch.no_grad():
-        for k in range(warmup + repeats):
-            w0, c0 = time.perf_counter(), time.process_time()
+
+    def forward():
+        with torch.no_grad():
             model(x)
-            if k >= warmup:
-                walls.append(time.perf_counter() - w0)
-                cpus.append(time.process_time() - c0)
+
+    return ctx.timeit(forward, repeat=repeats, warmup=warmup, threads=2, max_total_s=30.0)
+
+
+def _measure_throughput(ctx: Context, row: dict, x: torch.Tensor, warmup: int, repeats: int):
+    timing = _forward_timing(ctx, row["model"], x, warmup, repeats)
+    timing.count(flops_per_sample=row["flops"], batch=x.shape[0])
     n = x.shape[0]
-    return {
-        "wall": n / max(float(np.median(walls)), 1e-9),
-        "cpu": n / max(float(np.median(cpus)), 1e-9),
-    }
+    row["throughput"] = n / max(timing.wall_s, 1e-12)
+    row["throughput_median"] = n / max(timing.wall_median_s, 1e-12)
+    row["throughput_per_cpu_second"] = n / max(timing.cpu_s, 1e-12)
+    row["timing"] = timing.to_dict()
 
 
-def _measure_throughput(row: dict, x: torch.Tensor, warmup: int, repeats: int) -> None:
-    with _threads(2):
-        rates = _rates(row["model"], x, warmup, repeats)
-    row["throughput"], row["throughput_per_cpu_second"] = rates["wall"], rates["cpu"]
+def _sweep_note(stop: str, reached: bool) -> str:
+    if reached or stop != "width cap":
+        return ""
+    return "the lmKAN sweep reached its width cap while its error was still falling"
+
+
+def _verdict_after_sweep(result: Result, stop: str, reached: bool) -> Result:
+    """A sweep cut by its width cap while lmKAN still improves cannot say "not reproduced"."""
+    if not reached and stop == "width cap" and result.verdict is Verdict.NOT_REPRODUCED:
+        result.verdict = Verdict.INCONCLUSIVE
+        result.reason = f"{result.reason}; {_sweep_note(stop, reached)}"
+    return result
 
 
 def _at_lmkan_best(rows, error_key: str, baseline: str = "mlp") -> dict | None:
@@ -157,24 +198,29 @@ def _table(rows) -> list[dict]:
     "on general high-dimensional function approximation",
     paper_value="up to 6.0x fewer FLOPs than MLPs at matched accuracy",
     criterion="FLOPs_MLP(m*) / FLOPs_lmKAN(m*) >= 2.0 with m* = test MSE of the width-128 MLP "
-    "(random tanh-teacher regression, R^32 -> R); partial if in [1.0, 2.0)",
+    "(random tanh-teacher regression, R^32 -> R); partial if in [1.0, 2.0). lmKAN widths "
+    "double from 4 until it reaches m* or two widths in a row lower its best MSE by < 2 % "
+    "relative; cut by the width cap (64 quick, 128 full) while still improving: inconclusive",
+    timeout_s={"quick": 1800},  # a guard for loaded machines; about 2 min of CPU when idle
 )
 def flops_at_matched_accuracy(ctx: Context) -> Result:
     n_train, n_test, epochs = ctx.pick((300, 200, 1), (20000, 5000, 20), (100000, 20000, 100))
     mlp_widths = ctx.pick((16, 128), MLP_WIDTHS, MLP_WIDTHS)
-    kan_widths = ctx.pick((4,), LMKAN_WIDTHS, LMKAN_WIDTHS)
+    kan_widths = ctx.pick((4,), LMKAN_WIDTHS, LMKAN_WIDTHS_FULL)
     x_tr, y_tr = random_teacher(n_train, seed=ctx.seed)
     x_te, y_te = random_teacher(n_test, seed=ctx.seed + 1000)
-    rows = _fit_families(ctx, x_tr, y_tr, x_te, y_te, epochs, mlp_widths, kan_widths)
+    rows, stop = _fit_families(ctx, x_tr, y_tr, x_te, y_te, epochs, mlp_widths, kan_widths)
     target = next(r["mse"] for r in rows if r["family"] == "mlp" and r["width"] == REFERENCE_WIDTH)
     f_mlp = flops_to_reach([(r["flops"], r["mse"]) for r in rows if r["family"] == "mlp"], target)
     f_kan = flops_to_reach([(r["flops"], r["mse"]) for r in rows if r["family"] == "lmkan"], target)
     ratio = f_mlp / f_kan if f_kan else None
     reverse = _at_lmkan_best(rows, "mse")
     figure = _front_figure(ctx, "flops-at-matched-accuracy", rows, target, "test MSE")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "target_mse": target,
+            "lmkan_sweep_stop": stop,
+            "lmkan_widths_trained": [r["width"] for r in rows if r["family"] == "lmkan"],
             "lmkan_flops_at_target": f_kan,
             "flops_ratio_mlp_over_lmkan": ratio,
             "at_lmkan_best_accuracy": reverse
@@ -195,6 +241,7 @@ def flops_at_matched_accuracy(ctx: Context) -> Result:
         partial={"FLOPs ratio MLP/lmKAN >= 1.0": ratio is not None and ratio >= 1.0},
         figures=[figure],
     )
+    return _verdict_after_sweep(result, stop, f_kan is not None)
 
 
 @claim(
@@ -204,19 +251,22 @@ def flops_at_matched_accuracy(ctx: Context) -> Result:
     "inference throughput than MLPs (CPU analogue of the H100 claim)",
     paper_value=">10x higher H100 throughput at equal accuracy (custom CUDA kernels)",
     criterion="throughput(smallest lmKAN with RMSE <= RMSE of the width-128 MLP) / "
-    "throughput(smallest such MLP) >= 2.0 (batch 8192, no_grad, 2 threads, median); "
-    "partial if in [1.0, 2.0)",
+    "throughput(smallest such MLP) >= 2.0 (batch 8192, no_grad, 2 threads, minimum wall time "
+    "over repeats); partial if in [1.0, 2.0). lmKAN widths double from 4 until it reaches the "
+    "RMSE or two widths in a row lower its best by < 2 % relative; cut by the width cap (64) "
+    "while still improving: inconclusive",
     cpus=2,  # times 2-thread calls: run without another claim beside it
+    timeout_s={"quick": 1800},  # a guard for loaded machines; about 2 min of CPU when idle
 )
 def cpu_throughput(ctx: Context) -> Result:
     n_train, n_test, epochs = ctx.pick((300, 200, 1), (30000, 5000, 15), (30000, 5000, 100))
     mlp_widths = ctx.pick((16, 128), MLP_WIDTHS, MLP_WIDTHS)
-    kan_widths = ctx.pick((4,), LMKAN_WIDTHS, LMKAN_WIDTHS)
-    warmup, repeats, batch = ctx.pick((1, 2, 256), (5, 20, 8192), (5, 20, 8192))
+    kan_widths = ctx.pick((4,), LMKAN_WIDTHS, LMKAN_WIDTHS_FULL)
+    warmup, repeats, batch = ctx.pick((1, 2, 256), (3, 10, 8192), (5, 20, 8192))
     x_tr, y_tr = displaced_methane(n_train, seed=ctx.seed)
     x_te, y_te = displaced_methane(n_test, seed=ctx.seed + 1000)
     x_tr, x_te = np.pad(x_tr, ((0, 0), (0, 1))), np.pad(x_te, ((0, 0), (0, 1)))
-    rows = _fit_families(ctx, x_tr, y_tr, x_te, y_te, epochs, mlp_widths, kan_widths)
+    rows, stop = _fit_families(ctx, x_tr, y_tr, x_te, y_te, epochs, mlp_widths, kan_widths)
     for r in rows:
         r["rmse"] = math.sqrt(r["mse"])
     target = next(r["rmse"] for r in rows if r["family"] == "mlp" and r["width"] == REFERENCE_WIDTH)
@@ -226,7 +276,7 @@ def cpu_throughput(ctx: Context) -> Result:
         ok = [r for r in rows if r["family"] == family and r["rmse"] <= target]
         if ok:
             best = min(ok, key=lambda r: r["flops"])
-            _measure_throughput(best, x_bench, warmup, repeats)
+            _measure_throughput(ctx, best, x_bench, warmup, repeats)
             chosen[family] = best
     kan, mlp = chosen.get("lmkan"), chosen["mlp"]
     ratio = kan["throughput"] / mlp["throughput"] if kan else None
@@ -235,7 +285,7 @@ def cpu_throughput(ctx: Context) -> Result:
     if reverse is not None:
         for r in (reverse["lmkan"], reverse["mlp"]):
             if "throughput" not in r:
-                _measure_throughput(r, x_bench, warmup, repeats)
+                _measure_throughput(ctx, r, x_bench, warmup, repeats)
         reverse["throughput_ratio_lmkan_over_mlp"] = (
             reverse["lmkan"]["throughput"] / reverse["mlp"]["throughput"]
         )
@@ -243,9 +293,11 @@ def cpu_throughput(ctx: Context) -> Result:
         ctx, "cpu-throughput-at-matched-accuracy", rows, target**2, "test MSE (standardised energy)"
     )
     summary = {k: _summary(r) for k, r in chosen.items()}
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "target_rmse": target,
+            "lmkan_sweep_stop": stop,
+            "lmkan_widths_trained": [r["width"] for r in rows if r["family"] == "lmkan"],
             "throughput_ratio_lmkan_over_mlp": ratio,
             "flops_ratio_mlp_over_lmkan": flops_ratio,
             "lmkan_chosen": summary.get("lmkan"),
@@ -269,6 +321,7 @@ def cpu_throughput(ctx: Context) -> Result:
         figures=[figure],
         note="CPU analogue; the paper's >10x is an H100 custom-kernel number",
     )
+    return _verdict_after_sweep(result, stop, kan is not None)
 
 
 @claim(
@@ -277,34 +330,39 @@ def cpu_throughput(ctx: Context) -> Result:
     statement="An lmKAN layer's evaluation cost does not depend on the grid size (O(1) lookup), "
     "while its parameter count grows as (G+1)^2",
     paper_value="inference FLOPs 2x a linear layer of the same shape, independent of NUM_GRIDS",
-    criterion="forward time of LMKAN2d(256, 256) at G=26 / at G=4 <= 1.5 (batch 4096, 2 threads); "
-    "lmKAN/Linear and dense-evaluation/lookup times reported",
+    criterion="forward time of LMKAN2d(256, 256) at G=26 / at G=4 <= 1.5 (batch 4096, 2 threads, "
+    "minimum wall time over repeats); FLOPs per sample, lmKAN/Linear and dense/lookup times "
+    "reported",
     cpus=2,  # times 2-thread calls: run without another claim beside it
 )
 def lookup_cost(ctx: Context) -> Result:
-    with _threads(2):
-        return _lookup_cost(ctx)
-
-
-def _lookup_cost(ctx: Context) -> Result:
     width = ctx.pick(64, 256, 256)
     batch, dense_batch, repeats = ctx.pick((256, 16, 2), (4096, 256, 7), (4096, 512, 15))
     grids = (4, 10, 26)
     x = torch.randn(batch, width)
     x_dense = torch.randn(dense_batch, width)
 
-    def per_sample(module: nn.Module, inputs: torch.Tensor) -> dict[str, float]:
-        return {k: 1.0 / v for k, v in _rates(module, inputs, 2, repeats).items()}
+    timings = {}
 
-    linear = per_sample(nn.Linear(width, width), x)
-    t_linear = linear["wall"]
-    lookup, dense, params, lookup_cpu = {}, {}, {}, {}
+    def per_sample(name: str, module: nn.Module, inputs: torch.Tensor, flops: int):
+        timing = _forward_timing(ctx, module, inputs, 2, repeats)
+        timing.count(flops_per_sample=flops, batch=inputs.shape[0])
+        timings[name] = timing.to_dict()
+        n = inputs.shape[0]
+        return {"wall": timing.wall_s / n, "cpu": timing.cpu_s / n}
+
+    linear_flops = 2 * width * width + width
+    t_linear = per_sample("linear", nn.Linear(width, width), x, linear_flops)["wall"]
+    lookup, dense, params, lookup_cpu, flops = {}, {}, {}, {}, {}
     for k, grid in enumerate(grids):
         layer = LMKAN2d(width, width, grid)
-        both = per_sample(layer, x)
+        flops[grid] = layer.flops()
+        both = per_sample(f"lookup_G{grid}", layer, x, flops[grid])
         lookup[grid], lookup_cpu[grid] = both["wall"], both["cpu"]
         layer.backend = "dense"
-        dense[grid] = per_sample(layer, x_dense)["wall"]
+        # The dense basis touches all (G+1)^2 entries per pair: 2 FLOPs each, per output.
+        dense_flops = 2 * layer.pairs * (grid + 1) ** 2 * width
+        dense[grid] = per_sample(f"dense_G{grid}", layer, x_dense, dense_flops)["wall"]
         params[grid] = layer.table.numel()
         ctx.report((k + 1) / len(grids), f"G={grid}")
     growth = lookup[26] / lookup[4]
@@ -330,9 +388,15 @@ def _lookup_cost(ctx: Context) -> Result:
             "dense_over_lookup": {str(g): dense[g] / lookup[g] for g in grids},
             "lmkan_over_linear": {str(g): lookup[g] / t_linear for g in grids},
             "table_params": {str(g): params[g] for g in grids},
+            "flops_per_sample": {str(g): flops[g] for g in grids},
             "flops_lmkan_over_linear": LMKAN2d(width, width).flops() / (2 * width * width),
+            "timings": timings,
         },
-        baseline={"linear_us_per_sample": t_linear * 1e6, "linear_params": width * width + width},
+        baseline={
+            "linear_us_per_sample": t_linear * 1e6,
+            "linear_params": width * width + width,
+            "linear_flops_per_sample": linear_flops,
+        },
         required={"t(G=26) / t(G=4) <= 1.5": growth <= 1.5},
         figures=[str(path)],
     )

@@ -12,18 +12,35 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
+
 from .layer import LMKAN2d
 
 
 def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return V.check_int(value, name, low=minimum)
 
 
 def conv_output_size(size: int, kernel_size: int, stride: int, padding: int) -> int:
     """Output length of a convolution along one axis (the ``nn.Conv2d`` formula)."""
     return (size + 2 * padding - kernel_size) // stride + 1
+
+
+def _int_tuple(name: str, values) -> tuple[int, ...]:
+    if isinstance(values, int | str) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of integers, got {values!r}")
+    if len(values) == 0:
+        raise ValueError(f"{name} is empty: it needs at least one stage")
+    return tuple(V.check_int(v, f"{name}[{k}]", low=1) for k, v in enumerate(values))
+
+
+def _check_batch_for_batchnorm(module: nn.Module, x: torch.Tensor) -> None:
+    """BatchNorm in training mode needs two or more samples; say so at the boundary."""
+    if module.training and x.shape[0] < 2:
+        raise ValueError(
+            f"x has a batch of {x.shape[0]} sample(s): training mode needs at least 2 "
+            "(BatchNorm statistics); call .eval() to evaluate single samples"
+        )
 
 
 class LMKANConv2d(nn.Module):
@@ -78,10 +95,7 @@ class LMKANConv2d(nn.Module):
         return conv_output_size(height, *args), conv_output_size(width, *args)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(
-                f"expected input (batch, {self.in_channels}, H, W), got {tuple(x.shape)}"
-            )
+        V.check_tensor(x, "x", ndim=4, shape=(None, self.in_channels, None, None), floating=True)
         batch, _, height, width = x.shape
         out_h, out_w = self.output_size(height, width)
         if out_h < 1 or out_w < 1:
@@ -122,20 +136,32 @@ class LMKANCNN(nn.Module):
         kernel_size: int = 3,
         num_grids: int = 8,
         init_scale: float = 0.1,
+        extrapolate: str = "clamp",
     ) -> None:
         super().__init__()
-        if len(widths) != len(strides) or not widths:
-            raise ValueError("widths and strides must be non-empty and of equal length")
+        widths, strides = _int_tuple("widths", widths), _int_tuple("strides", strides)
+        if len(widths) != len(strides):
+            raise ValueError(
+                f"widths and strides must have equal length, got {len(widths)} and {len(strides)}"
+            )
         self.in_channels = _positive_int("in_channels", in_channels)
         self.image_size = _positive_int("image_size", image_size)
         _positive_int("n_classes", n_classes)
+        kernel_size = _positive_int("kernel_size", kernel_size)
         stages: list[nn.Module] = []
         channels, size = in_channels, image_size
         for width, stride in zip(widths, strides):
             stages += [
                 nn.BatchNorm2d(channels, affine=False),
                 LMKANConv2d(
-                    channels, width, kernel_size, stride, kernel_size // 2, num_grids, init_scale
+                    channels,
+                    width,
+                    kernel_size,
+                    stride,
+                    kernel_size // 2,
+                    num_grids,
+                    init_scale,
+                    extrapolate=extrapolate,
                 ),
             ]
             channels, size = width, conv_output_size(size, kernel_size, stride, kernel_size // 2)
@@ -145,15 +171,13 @@ class LMKANCNN(nn.Module):
         features = channels * size * size
         self.head = nn.Sequential(
             nn.BatchNorm1d(features, affine=False),
-            LMKAN2d(features, n_classes, num_grids, init_scale),
+            LMKAN2d(features, n_classes, num_grids, init_scale, extrapolate=extrapolate),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        expected = (self.in_channels, self.image_size, self.image_size)
-        if x.dim() != 4 or tuple(x.shape[1:]) != expected:
-            raise ValueError(
-                f"expected input (batch, {', '.join(map(str, expected))}), got {tuple(x.shape)}"
-            )
+        size = self.image_size
+        V.check_tensor(x, "x", ndim=4, shape=(None, self.in_channels, size, size), floating=True)
+        _check_batch_for_batchnorm(self, x)
         return self.head(self.features(x).flatten(1))
 
     def lmkan_modules(self) -> list[nn.Module]:

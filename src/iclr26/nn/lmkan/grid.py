@@ -12,11 +12,14 @@ import math
 
 import torch
 
+from iclr26 import validation as V
+
 
 def laplace_cdf(x: torch.Tensor) -> torch.Tensor:
-    """``s(x) = exp(x)/2`` for ``x <= 0`` and ``1 - exp(-x)/2`` otherwise."""
-    half = 0.5 * torch.exp(-x.abs())
-    return torch.where(x <= 0, half, 1.0 - half)
+    """``s(x) = exp(x)/2`` for ``x <= 0`` and ``1 - exp(-x)/2`` otherwise (``+inf`` maps to 1,
+    ``-inf`` to 0; NaN is refused)."""
+    V.check_tensor(x, "x", floating=True, allow_inf=True, nonempty=False)
+    return _squash(x)
 
 
 def laplace_icdf(p: float) -> float:
@@ -28,12 +31,18 @@ def laplace_icdf(p: float) -> float:
 
 def sigma_grid(num_grids: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The ``G + 1`` knots ``t_0 < ... < t_G`` of a grid with ``G = num_grids`` intervals."""
-    if not isinstance(num_grids, int) or num_grids < 3:
-        raise ValueError(f"num_grids must be an integer >= 3, got {num_grids!r}")
+    num_grids = V.check_int(num_grids, "num_grids", low=3)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     inner = [laplace_icdf(k / num_grids) for k in range(1, num_grids)]
     first = inner[0] - (inner[1] - inner[0])
     last = inner[-1] + (inner[-1] - inner[-2])
     return torch.tensor([first, *inner, last], dtype=dtype)
+
+
+def _squash(x: torch.Tensor) -> torch.Tensor:
+    half = 0.5 * torch.exp(-x.abs())
+    return torch.where(x <= 0, half, 1.0 - half)
 
 
 def locate(
@@ -41,12 +50,14 @@ def locate(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Interval index ``i`` (long, detached) and local coordinate ``u`` of every entry of ``x``.
 
-    ``u = (x - t_i) / (t_{i+1} - t_i)`` is clamped to ``[0, 1]`` in ``"clamp"`` mode (constant
-    beyond the outer knots) and left free in ``"linear"`` mode (the outer cells extend linearly).
+    The index is ``floor(s(x) G)`` clamped to the outer cells (as in the official kernel);
+    ``u = (x - t_i) / (t_{i+1} - t_i)`` is clamped to ``[0, 1]`` in ``"clamp"`` mode (the
+    default: constant beyond the outer knots) and left free in ``"linear"`` mode (the outer
+    cells extend linearly, the official kernel's behaviour).
     """
     num_grids = knots.numel() - 1
     with torch.no_grad():
-        index = torch.floor(laplace_cdf(x) * num_grids).long().clamp_(0, num_grids - 1)
+        index = torch.floor(_squash(x) * num_grids).long().clamp_(0, num_grids - 1)
     left = knots[index]
     width = knots[index + 1] - left
     u = (x - left) / width

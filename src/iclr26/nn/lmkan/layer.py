@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from iclr26 import validation as V
+
 from .grid import locate, sigma_grid
 
 BACKENDS = ("embedding_bag", "dense")
@@ -57,7 +59,10 @@ class LMKAN2d(nn.Module):
         out_features: output size.
         num_grids: ``G``, the number of grid intervals per axis.
         init_scale: tables start ``Uniform(-s/sqrt(in), s/sqrt(in))``.
-        extrapolate: ``"clamp"`` (constant outside the outer knots) or ``"linear"``.
+        extrapolate: ``"clamp"`` (default: constant outside the outer knots) or ``"linear"``
+            (the official kernel's behaviour: the cell index is clamped to the outer cells and
+            the local coordinate is left free, so the outer bilinear patches extend linearly;
+            see the README's Deviations for why it is not the default).
         backend: ``"embedding_bag"`` (the lookup) or ``"dense"`` (basis matrix + einsum,
             a naive reference that touches all ``(G+1)^2`` entries per pair).
 
@@ -75,12 +80,12 @@ class LMKAN2d(nn.Module):
         backend: str = "embedding_bag",
     ) -> None:
         super().__init__()
-        if in_features < 1 or out_features < 1:
-            raise ValueError("in_features and out_features must be positive")
-        if extrapolate not in EXTRAPOLATIONS:
-            raise ValueError(f"extrapolate must be one of {EXTRAPOLATIONS}, got {extrapolate!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        in_features = V.check_int(in_features, "in_features", low=1)
+        out_features = V.check_int(out_features, "out_features", low=1)
+        num_grids = V.check_int(num_grids, "num_grids", low=3)
+        init_scale = V.check_scalar(init_scale, "init_scale", low=0.0)
+        V.check_choice(extrapolate, "extrapolate", EXTRAPOLATIONS)
+        V.check_choice(backend, "backend", BACKENDS)
         self.in_features, self.out_features = in_features, out_features
         self.num_grids, self.extrapolate, self.backend = num_grids, extrapolate, backend
         self.pairs = (in_features + 1) // 2
@@ -101,10 +106,7 @@ class LMKAN2d(nn.Module):
         )
 
     def _pair_coordinates(self, x: torch.Tensor):
-        if x.dim() != 2 or x.shape[1] != self.in_features:
-            raise ValueError(f"expected input (batch, {self.in_features}), got {tuple(x.shape)}")
-        if not torch.is_floating_point(x):
-            raise TypeError(f"input must be a floating tensor, got {x.dtype}")
+        V.check_tensor(x, "x", ndim=2, shape=(None, self.in_features), floating=True)
         if self.in_features % 2:
             x = F.pad(x, (0, 1))
         knots = self.knots.to(x.dtype)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iclr26 import validation as V
 from iclr26.data import as_rng, load
 
 
@@ -20,8 +21,11 @@ def random_teacher(
     ``seed`` share it. Targets are standardised with the teacher's own statistics (estimated on
     a fixed reference sample).
     """
-    if n < 1 or dim < 1 or width < 1:
-        raise ValueError("n, dim and width must be positive")
+    n = V.check_int(n, "n", low=1)
+    dim = V.check_int(dim, "dim", low=1)
+    width = V.check_int(width, "width", low=1)
+    V.check_int(seed, "seed", low=0)
+    V.check_int(teacher_seed, "teacher_seed", low=0)
     t_rng = np.random.default_rng(teacher_seed)
     w1 = t_rng.normal(0, 1 / np.sqrt(dim), (dim, width))
     w2 = t_rng.normal(0, 1 / np.sqrt(width), (width, width))
@@ -62,8 +66,9 @@ def displaced_methane(n: int, sigma: float = 0.15, seed: int = 0) -> tuple[np.nd
     """Randomly displaced methane: features = 15 centre-of-mass-removed Cartesian coordinates,
     target = :func:`methane_energy` standardised by fixed constants (mean/std of a reference
     sample), so train and test sets share the scaling."""
-    if n < 1 or sigma <= 0:
-        raise ValueError("need n >= 1 and sigma > 0")
+    n = V.check_int(n, "n", low=1)
+    sigma = V.check_scalar(sigma, "sigma", low=0.0, low_open=True)
+    V.check_int(seed, "seed", low=0)
     tetra = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]]) / np.sqrt(3) * _BOND
     equilibrium = np.vstack([np.zeros(3), tetra])
 
@@ -107,6 +112,8 @@ def load_cifar10(
         directory = os.environ.get(CIFAR10_ENV)
         if not directory:
             raise FileNotFoundError(f"no CIFAR-10 directory given and ${CIFAR10_ENV} is not set")
+    if not isinstance(directory, str | os.PathLike):
+        raise TypeError(f"directory must be a path, got {type(directory).__name__}")
     root = Path(directory)
     missing = [n for n in (*_CIFAR_TRAIN, "test_batch") if not (root / n).is_file()]
     if missing:

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from iclr26 import validation as V
 from iclr26.data.polyadic import match3
 
 from .modules import PolyAttention
+from .polynomial import parse_polynomial
 
 MATCH3_MECHANISMS = ("self", "tensor3", "strassen", "tree:path:2")
 
@@ -43,12 +45,20 @@ class PolyadicClassifier(nn.Module):
         per_monomial_projections: bool = False,
     ) -> None:
         super().__init__()
-        if readout not in ("last", "all"):
-            raise ValueError(f"readout must be 'last' or 'all', got {readout!r}")
-        if not vocab_sizes or any(int(v) < 1 for v in vocab_sizes):
-            raise ValueError("vocab_sizes must be a non-empty list of positive ints")
-        if n_classes < 2 or layers < 1 or dim % heads:
-            raise ValueError("need n_classes >= 2, layers >= 1 and dim divisible by heads")
+        V.check_choice(readout, "readout", ("last", "all"))
+        if isinstance(vocab_sizes, int | str) or not hasattr(vocab_sizes, "__len__"):
+            raise TypeError(f"vocab_sizes must be a sequence of integers, got {vocab_sizes!r}")
+        if len(vocab_sizes) == 0:
+            raise ValueError("vocab_sizes is empty: give one vocabulary size per token field")
+        vocab_sizes = [
+            V.check_int(v, f"vocab_sizes[{k}]", low=1) for k, v in enumerate(vocab_sizes)
+        ]
+        n_classes = V.check_int(n_classes, "n_classes", low=2)
+        layers = V.check_int(layers, "layers", low=1)
+        dim = V.check_int(dim, "dim", low=1)
+        heads = V.check_int(heads, "heads", low=1)
+        if dim % heads:
+            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
         self.readout = readout
         self.embeddings = nn.ModuleList(nn.Embedding(int(v), dim) for v in vocab_sizes)
         self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
@@ -68,6 +78,7 @@ class PolyadicClassifier(nn.Module):
         )
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        V.check_tensor(tokens, "tokens", ndim=(2, 3), integer=True, low=0)
         if tokens.dim() == 2:
             tokens = tokens.unsqueeze(-1)
         if tokens.dim() != 3 or tokens.shape[-1] != len(self.embeddings):
@@ -101,8 +112,19 @@ def train_classifier(
 ) -> tuple[list[float], float]:
     """AdamW on the cross-entropy; returns the test accuracy after every epoch and the process
     CPU seconds per epoch (training and evaluation)."""
-    if epochs < 1 or batch_size < 1:
-        raise ValueError("need epochs >= 1 and batch_size >= 1")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    for name, pair in (("train", train), ("test", test)):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"{name} must be a pair (tokens, labels)")
+        V.check_tensor(pair[0], f"{name}[0] (tokens)", ndim=(2, 3), integer=True, low=0)
+        V.check_tensor(pair[1], f"{name}[1] (labels)", integer=True, low=0)
+        if len(pair[0]) != len(pair[1]):
+            raise ValueError(f"{name} tokens and labels differ in length")
+    V.check_int(epochs, "epochs", low=1)
+    V.check_int(batch_size, "batch_size", low=1)
+    V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    V.check_int(seed, "seed", low=0)
     x_tr, y_tr = train
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
@@ -146,8 +168,22 @@ def compare_on_match3(
     per-token test accuracies. Reports only; the paper's statements on Match3 give no
     threshold to judge against.
     """
-    if not mechanisms:
-        raise ValueError("give at least one mechanism")
+    if isinstance(mechanisms, str) or not mechanisms:
+        raise ValueError(f"mechanisms must be a non-empty list of polynomials, got {mechanisms!r}")
+    for name, value, low in (
+        ("n", n, 1),
+        ("modulus", modulus, 2),
+        ("n_train", n_train, 1),
+        ("n_test", n_test, 1),
+        ("epochs", epochs, 1),
+        ("dim", dim, 1),
+        ("heads", heads, 1),
+        ("batch_size", batch_size, 1),
+    ):
+        V.check_int(value, name, low=low)
+    V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    for name in mechanisms:
+        parse_polynomial(name)
     x_tr, y_tr = (torch.from_numpy(a) for a in match3(n, modulus, n_train, seed=seed))
     x_te, y_te = (torch.from_numpy(a) for a in match3(n, modulus, n_test, seed=seed + 10_000))
     positive = float(y_te.float().mean())

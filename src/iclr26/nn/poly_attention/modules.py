@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from iclr26 import validation as V
+
 from .functional import BACKENDS, poly_attention, resolve_scale
 from .polynomial import parse_polynomial
 
@@ -40,15 +42,18 @@ class PolyAttention(nn.Module):
         per_monomial_projections: bool = False,
     ) -> None:
         super().__init__()
-        if dim <= 0 or heads <= 0:
-            raise ValueError("dim and heads must be positive")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        dim = V.check_int(dim, "dim", low=1)
+        heads = V.check_int(heads, "heads", low=1)
+        head_dim = V.check_int(head_dim, "head_dim", low=1, allow_none=True)
+        V.check_choice(backend, "backend", BACKENDS)
+        V.check_bool(causal, "causal")
+        V.check_bool(bias, "bias")
+        V.check_bool(per_monomial_projections, "per_monomial_projections")
         self.poly = parse_polynomial(polynomial)
         self.dim, self.heads = dim, heads
         self.head_dim = head_dim or dim // heads
         if self.head_dim <= 0:
-            raise ValueError("head_dim must be positive")
+            raise ValueError(f"head_dim must be positive: dim {dim} // heads {heads} is 0")
         self.scale = resolve_scale(scale, self.head_dim)
         self.causal, self.backend = causal, backend
         inner = heads * self.head_dim
@@ -71,16 +76,49 @@ class PolyAttention(nn.Module):
         batch, n, _ = x.shape
         return x.reshape(batch, n, self.heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 3 or x.shape[-1] != self.dim:
-            raise ValueError(f"expected input (batch, n, {self.dim}), got {tuple(x.shape)}")
+    def forward(
+        self,
+        x: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``x``: ``(batch, n, dim)``. ``attn_mask``: ``(n, n)`` or ``(batch * heads, n, n)``;
+        ``key_padding_mask``: ``(batch, n)``; both as in ``nn.MultiheadAttention`` (bool
+        ``True`` = not allowed, float = added to the scores)."""
+        V.check_tensor(x, "x", ndim=3, shape=(None, None, self.dim), floating=True)
+        batch, n, _ = x.shape
+        if attn_mask is not None:
+            if not isinstance(attn_mask, torch.Tensor):
+                raise TypeError(f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}")
+            if attn_mask.dim() == 3 and attn_mask.shape[0] == batch * self.heads:
+                attn_mask = attn_mask.reshape(batch, self.heads, *attn_mask.shape[1:])
+            elif attn_mask.dim() != 2:
+                raise ValueError(
+                    f"attn_mask must be (n, n) or (batch * heads, n, n) = ({batch * self.heads}, "
+                    f"{n}, {n}), got {tuple(attn_mask.shape)}"
+                )
+        if key_padding_mask is not None:
+            if not isinstance(key_padding_mask, torch.Tensor):
+                raise TypeError(
+                    f"key_padding_mask must be a torch.Tensor, got {type(key_padding_mask).__name__}"
+                )
+            V.check_tensor(key_padding_mask, "key_padding_mask", shape=(batch, n), allow_inf=True)
+            key_padding_mask = key_padding_mask.unsqueeze(1)  # broadcast over heads
         if self.per_monomial_projections:
             q = [[self._split(p(x)) for p in group] for group in self.monomial_proj]
         else:
             q = [self._split(p(x)) for p in self.query_proj]
         v = [None] + [self._split(p(x)) for p in self.value_proj]
-        att = poly_attention(q, v, self.poly, self.scale, self.causal, self.backend)
-        batch, _, n, _ = att.shape
+        att = poly_attention(
+            q,
+            v,
+            self.poly,
+            self.scale,
+            self.causal,
+            self.backend,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+        )
         return self.out(att.transpose(1, 2).reshape(batch, n, -1))
 
 
@@ -100,6 +138,7 @@ class PolyTransformerBlock(nn.Module):
         per_monomial_projections: bool = False,
     ) -> None:
         super().__init__()
+        mlp_ratio = V.check_scalar(mlp_ratio, "mlp_ratio", low=0.0, low_open=True)
         self.norm1 = nn.LayerNorm(dim)
         self.attn = PolyAttention(
             dim,
@@ -115,6 +154,11 @@ class PolyTransformerBlock(nn.Module):
         hidden = int(dim * mlp_ratio)
         self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x))
+    def forward(
+        self,
+        x: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), attn_mask=attn_mask, key_padding_mask=key_padding_mask)
         return x + self.mlp(self.norm2(x))

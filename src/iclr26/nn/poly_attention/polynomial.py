@@ -27,13 +27,19 @@ class Polynomial:
     _tree: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.num_slots, bool) or not isinstance(self.num_slots, int):
+            raise TypeError(f"num_slots must be an integer, got {self.num_slots!r}")
         if self.num_slots < 2:
-            raise ValueError("a poly-attention needs at least two slots (query + one key slot)")
+            raise ValueError(
+                "num_slots must be >= 2: a poly-attention needs a query slot and a key slot"
+            )
         if not self.monomials:
-            raise ValueError("the polynomial has no monomials")
+            raise ValueError("monomials is empty: the polynomial has no monomials")
         used = sorted({j for mono in self.monomials for j in mono})
         if used != list(range(self.num_slots)):
-            raise ValueError(f"slots must be x1..x{self.num_slots} with none missing, got {used}")
+            raise ValueError(
+                f"monomials must use slots x1..x{self.num_slots} with none missing, got {used}"
+            )
 
     @property
     def edges(self) -> list[tuple[int, int]]:
@@ -115,10 +121,12 @@ def parse_polynomial(spec: str | Polynomial) -> Polynomial:
     elif text.startswith("tree:"):
         parts = text.split(":")
         if len(parts) != 3 or parts[1] not in {"path", "star"} or not parts[2].isdigit():
-            raise ValueError(f"bad tree preset {spec!r}; use 'tree:path:r' or 'tree:star:k'")
+            raise ValueError(
+                f"polynomial {spec!r} is a bad tree preset; use 'tree:path:r' or 'tree:star:k'"
+            )
         size = int(parts[2])
         if size < 1:
-            raise ValueError("a tree preset needs at least one edge")
+            raise ValueError(f"polynomial {spec!r}: a tree preset needs at least one edge")
         if parts[1] == "path":
             text = " + ".join(f"x{j}*x{j + 1}" for j in range(1, size + 1))
         else:
@@ -130,11 +138,12 @@ def parse_polynomial(spec: str | Polynomial) -> Polynomial:
         for factor in factors:
             match = re.fullmatch(r"x(\d+)", factor)
             if match is None or int(match.group(1)) < 1:
-                raise ValueError(f"cannot parse factor {factor!r} in {spec!r}")
+                raise ValueError(f"polynomial {spec!r}: cannot parse factor {factor!r}")
             slots.append(int(match.group(1)) - 1)
         if len(set(slots)) != len(slots):
             raise ValueError(
-                f"monomial {term.strip()!r} repeats a variable (h must be multilinear)"
+                f"polynomial {spec!r}: monomial {term.strip()!r} repeats a variable "
+                "(h must be multilinear)"
             )
         monomials.append(tuple(sorted(slots)))
     num_slots = max(j for m in monomials for j in m) + 1
