@@ -167,3 +167,21 @@ def test_repeat_plans_one_task_per_seed():
     assert sorted({t.seed for t in thrice}) == [5, 6, 7]
     with pytest.raises(ValueError, match="repeat"):
         plan(["cda"], "smoke", repeat=0)
+
+
+def test_warmup_vision_is_wired_to_the_stack(capsys, tmp_path, monkeypatch):
+    import iclr26.models.vision as vision
+
+    calls = []
+
+    def fake_warmup(progress=None, recipe="default"):
+        calls.append(recipe)
+        progress("tinyvit_p8_ssl", 0, 1)
+        progress("done", 1, 1)
+        return {"tinyvit_p8_ssl": tmp_path / "a.pt"}
+
+    monkeypatch.setattr(vision, "warmup", fake_warmup)
+    code, out, _ = run(capsys, "warmup", "vision", "--size", "test")
+    assert code == 0 and calls == ["test"] and "vision: cached at" in out
+    code, _, err = run(capsys, "warmup", "vision", "--size", "huge")
+    assert code == 2 and "unknown size" in err and err.count("\n") == 1
