@@ -53,7 +53,7 @@ def _ids(seed=0):
 
 def test_only_active_block_moves_by_lr_and_backward_is_truncated():
     model = Stack()
-    opt = ABSignSGD(model, lr=0.01, schedule="cyclic")
+    opt = ABSignSGD(model, lr=0.01, schedule="cyclic", weight_decay=0.0)
     assert opt.active_block == 0
     opt.step()  # no gradients yet: nothing moves, block 1 becomes active
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -209,6 +209,114 @@ def test_ray_backend_matches_local():
         ray.shutdown()
     expected = local.driver.flat_params()
     assert all(torch.equal(r, expected) for r in replicas)
+
+
+def test_default_weight_decay_follows_the_release():
+    model = Stack()
+    opt = ABSignSGD(model, lr=0.01, schedule="cyclic")
+    assert opt.param_groups[0]["weight_decay"] == 0.01
+    opt.step()  # block 0 had no gradient; block 1 is active
+    before = [p.detach().clone() for p in model.layers[1].parameters()]
+    _loss(model, _ids()).backward()
+    grads = [p.grad.clone() for p in model.layers[1].parameters()]
+    opt.step()
+    for p, b, g in zip(model.layers[1].parameters(), before, grads):
+        assert torch.allclose(p.detach(), b * (1 - 0.01 * 0.01) - 0.01 * torch.sign(g), atol=1e-7)
+
+
+def _train(model, opt, ids_list):
+    for ids in ids_list:
+        _loss(model, ids).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: ABSignSGD(m, lr=0.01, seed=3),
+        lambda m: ABSignSGD(m, lr=0.01, schedule="uniform", seed=3),
+        lambda m: BlockAdam(m, lr=1e-2, switch_every=3),
+    ],
+)
+def test_resume_from_state_dict_is_bit_for_bit(make, tmp_path):
+    data = [_ids(k) for k in range(11)]
+    straight = Stack(seed=1)
+    _train(straight, make(straight), data)
+
+    first = Stack(seed=1)
+    opt1 = make(first)
+    _train(first, opt1, data[:5])
+    torch.save({"model": first.state_dict(), "opt": opt1.state_dict()}, tmp_path / "ckpt.pt")
+    ckpt = torch.load(tmp_path / "ckpt.pt")
+    resumed = Stack(seed=42)  # fresh model copy, then loaded
+    resumed.load_state_dict(ckpt["model"])
+    opt2 = make(resumed)  # fresh optimizer: its own schedule starts at step 0
+    opt2.load_state_dict(ckpt["opt"])
+    _train(resumed, opt2, data[5:])
+    for p, q in zip(straight.parameters(), resumed.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_majority_vote_resumes_bit_for_bit():
+    data = [
+        [(_ids(10 * k + j)[:, :-1], _ids(10 * k + j)[:, 1:]) for j in range(3)] for k in range(7)
+    ]
+    make = lambda: ABSignSGDMV(lambda: Stack(seed=5), n_agents=3, lr=0.01, seed=2, loss_fn=_mv_loss)
+    straight = make()
+    for b in data:
+        straight.step(b)
+    first = make()
+    for b in data[:3]:
+        first.step(b)
+    saved = first.state_dict()
+    resumed = make()
+    resumed.load_state_dict(saved)
+    for b in data[3:]:
+        resumed.step(b)
+    assert torch.equal(straight.driver.flat_params(), resumed.driver.flat_params())
+    assert straight.bits_total == resumed.bits_total
+
+
+def test_nan_depth_bias_and_other_bad_hyperparameters_are_refused():
+    # depth_bias = NaN would make every clock NaN: argmin then trains block 0 forever
+    with pytest.raises(ValueError, match="depth_bias"):
+        ABSignSGD(Stack(), depth_bias=float("nan"))
+    with pytest.raises(ValueError, match="weight_decay"):
+        ABSignSGD(Stack(), weight_decay=float("nan"))
+    with pytest.raises(ValueError, match="betas"):
+        BlockAdam(Stack(), betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="max_staleness"):
+        BlockSchedule(4, max_staleness=3)
+    sched = BlockSchedule(4, "depth_biased", depth_bias=10.0)
+    assert len(set(sched.next() for _ in range(40))) == 4
+
+
+def test_nan_gradient_skips_the_step():
+    model = Stack()
+    opt = ABSignSGD(model, lr=0.01, schedule="cyclic")
+    before = [p.detach().clone() for p in model.parameters()]
+    _loss(model, _ids()).backward()
+    model.layers[0][0].weight.grad[0, 0] = float("nan")
+    opt.step()
+    assert opt.skipped_steps == 1
+    assert all(torch.equal(p, b) for p, b in zip(model.parameters(), before))
+
+
+def test_mv_reports_the_bytes_it_exchanges():
+    for agents in (3, 4):
+        mv = ABSignSGDMV(lambda: Stack(seed=3), n_agents=agents, lr=0.01, loss_fn=_mv_loss)
+        info = mv.step([(_ids(j)[:, :-1], _ids(j)[:, 1:]) for j in range(agents)])
+        n = info["block_size"]
+        assert info["bytes_up"] == agents * -(-n // 8)  # one packed bit per coordinate
+        planes = 2 if agents % 2 == 0 else 1  # ties need a second plane
+        assert info["bytes_down"] == planes * -(-n // 8)
+    from iclr26.optim.absignsgd.majority import pack_vote, unpack_vote
+
+    vote = np.array([1, -1, 0, 1, 0, -1, -1, 1, 1, 0], dtype=np.int8)
+    assert unpack_vote(pack_vote(vote, ties=True), 10).tolist() == vote.tolist()
+    no_ties = np.where(vote == 0, 1, vote).astype(np.int8)
+    assert unpack_vote(pack_vote(no_ties, ties=False), 10).tolist() == no_ties.tolist()
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,9 @@ def test_ray_backend_matches_local():
     def fresh():
         return SyntheticOracle(problem, HeavyTailedNoise("student_t", 1.5, scale=0.5, seed=3))
 
-    local = run_local(GTNSGDm(w, lr=0.05, beta=0.9), fresh(), x0, 3, per_node=True)
+    local = run_local(
+        GTNSGDm(w, lr=0.05, beta=0.9, mixing="ordered"), fresh(), x0, 3, per_node=True
+    )
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         net = RayNetwork(GTNSGDm(w, lr=0.05, beta=0.9), fresh(), x0)
@@ -169,6 +171,71 @@ def test_ray_backend_matches_local():
         ray.shutdown()
     assert not torch.equal(remote[0], remote[1])  # the nodes really differ
     assert torch.equal(local["x"], remote)
+
+
+def test_mixing_matrix_with_nan_or_not_doubly_stochastic_is_refused():
+    w = graphs.ring(5).clone()
+    w[1, 2] = float("nan")
+    with pytest.raises(ValueError, match="W contains NaN"):
+        GTNSGDm(w)
+    w = graphs.ring(5).clone()
+    w[0, 0] = float("inf")
+    with pytest.raises(ValueError, match="W contains infinity"):
+        graphs.check_mixing(w)
+    row_only = torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.5, 0.5]])
+    assert torch.allclose(row_only.sum(1), torch.ones(3))
+    with pytest.raises(ValueError, match="W is not doubly stochastic"):
+        DSGD(row_only, lr=0.1)
+    with pytest.raises(ValueError, match="W must be square"):
+        GTNSGDm(torch.full((2, 3), 1 / 3))
+    with pytest.raises(ValueError, match="W must be >="):
+        graphs.check_mixing(torch.tensor([[1.5, -0.5], [-0.5, 1.5]]))
+
+
+@pytest.mark.parametrize("graph", ["ring", "exponential", "complete"])
+def test_mixing_modes_agree_and_inlined_step_equals_the_phases(graph):
+    W = getattr(graphs, graph)(16)
+    problem, oracle = _oracle(n=16, d=5)
+    g = torch.Generator().manual_seed(1)
+    grads = [torch.randn(3, 16, 5, generator=g, dtype=torch.float64) for _ in range(6)]
+    lrs = torch.tensor([1e-2, 3e-2, 1e-1], dtype=torch.float64)[:, None, None]
+    finals = {}
+    for mode in ("dense", "sparse", "ordered", "auto"):
+        algo = GTNSGDm(W, lr=lrs, beta=0.8, mixing=mode)
+        s = algo.init(torch.zeros(3, 16, 5, dtype=torch.float64))
+        for gr in grads:
+            algo.step(s, gr)
+        finals[mode] = s["x"]
+        # the inlined step is the phases' update, operation for operation
+        ref = algo.init(torch.zeros(3, 16, 5, dtype=torch.float64))
+        for gr in grads:
+            DSGD.step(algo, ref, gr)  # the generic phase1 / mix / phase2 / mix of the base class
+        assert torch.equal(s["x"], ref["x"]) and torch.equal(s["y"], ref["y"])
+    for mode in ("dense", "sparse", "auto"):
+        assert torch.allclose(finals[mode], finals["ordered"], rtol=0, atol=1e-13)
+
+
+def test_run_local_refuses_a_diverged_run_unless_allowed():
+    problem, oracle = _oracle()
+    algo = DSGD(graphs.ring(8), lr=1e3)  # far beyond stability: the iterates blow up
+    x0 = torch.zeros(problem.d, dtype=torch.float64)
+    with pytest.raises(ValueError, match="non-finite gradient at step"):
+        with np.errstate(all="ignore"):
+            run_local(algo, oracle, x0, 400)
+    with np.errstate(all="ignore"):
+        state = run_local(algo, oracle, x0, 400, allow_nonfinite=True)
+    assert not torch.isfinite(state["x"]).all()
+
+
+def test_noise_streams_resume_exactly():
+    a = HeavyTailedNoise("student_t", 1.5, seed=4)
+    first = [a.draw(i, 3) for i in range(3)]
+    saved = a.state_dict()
+    after = [a.draw(i, 3) for i in range(3)]
+    b = HeavyTailedNoise("student_t", 1.5, seed=4)
+    b.load_state_dict(saved)
+    assert all(np.array_equal(x, y) for x, y in zip(after, [b.draw(i, 3) for i in range(3)]))
+    assert not np.array_equal(first[0], after[0])
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,8 @@ def find_blocks(model: nn.Module) -> list[list[nn.Parameter]]:
     """The parameters of each transformer layer, in depth order (block 0 next to the input).
 
     Parameters outside the layers (embeddings, final norm, LM head) belong to no block."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     for path in LAYER_PATHS:
         layers = _get(model, path)
         if isinstance(layers, (nn.ModuleList, nn.Sequential)) and len(layers) > 0:
@@ -46,7 +48,9 @@ def find_blocks(model: nn.Module) -> list[list[nn.Parameter]]:
 def check_blocks(blocks) -> list[list[nn.Parameter]]:
     blocks = [list(b) for b in blocks]
     if len(blocks) == 0 or any(len(b) == 0 for b in blocks):
-        raise ValueError("blocks must be a non-empty list of non-empty parameter lists")
+        raise ValueError(
+            "blocks is empty: it must be a non-empty list of non-empty parameter lists"
+        )
     seen: set[int] = set()
     for block in blocks:
         for p in block:

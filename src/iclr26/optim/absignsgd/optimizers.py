@@ -19,15 +19,14 @@ from collections.abc import Callable, Iterable, Sequence
 import torch
 from torch import nn
 
+from iclr26 import validation as V
 from iclr26.optim.absignsgd.blocks import check_blocks, find_blocks
 from iclr26.optim.absignsgd.schedules import BlockSchedule
 
 
 def _check_lr(lr: float, weight_decay: float) -> None:
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr}")
-    if weight_decay < 0:
-        raise ValueError("weight_decay must be >= 0")
+    V.check_scalar(lr, "lr", low=0.0, low_open=True)
+    V.check_scalar(weight_decay, "weight_decay", low=0.0)
 
 
 def tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
@@ -38,9 +37,13 @@ class _BlockOptimizer(torch.optim.Optimizer):
     """Freezes everything outside the blocks and toggles ``requires_grad`` per active block."""
 
     def __init__(self, model: nn.Module | None, blocks, defaults: dict):
+        if model is not None and not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if blocks is None:
-            if not isinstance(model, nn.Module):
-                raise TypeError("pass an nn.Module (blocks are found automatically) or blocks=")
+            if model is None:
+                raise TypeError(
+                    "model must be a torch.nn.Module (blocks are found in it) or pass blocks="
+                )
             blocks = find_blocks(model)
         self.blocks = check_blocks(blocks)
         if model is not None:
@@ -66,7 +69,9 @@ class ABSignSGD(_BlockOptimizer):
 
     Use it in a plain loop: ``loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)``.
     The learning rate is read from ``param_groups[0]["lr"]`` at every step, so
-    ``torch.optim.lr_scheduler`` works."""
+    ``torch.optim.lr_scheduler`` works. ``weight_decay`` defaults to 0.01, as in the official
+    release (decoupled, applied before the sign step). ``state_dict()`` carries the schedule
+    (clock, step, RNG) and the active block, so a resumed run continues bit for bit."""
 
     def __init__(
         self,
@@ -74,7 +79,7 @@ class ABSignSGD(_BlockOptimizer):
         lr: float = 1e-3,
         schedule: str | Callable = "depth_biased",
         depth_bias: float = 10.0,
-        weight_decay: float = 0.0,
+        weight_decay: float = 0.01,
         blocks: Sequence[Sequence[nn.Parameter]] | None = None,
         max_staleness: int | None = None,
         seed: int = 0,
@@ -82,6 +87,7 @@ class ABSignSGD(_BlockOptimizer):
         _check_lr(lr, weight_decay)
         super().__init__(model, blocks, dict(lr=lr, weight_decay=weight_decay))
         self.schedule = BlockSchedule(len(self.blocks), schedule, depth_bias, max_staleness, seed)
+        self.skipped_steps = 0  # steps whose block gradient held NaN
         self._activate(self.schedule.next())
 
     @property
@@ -96,14 +102,33 @@ class ABSignSGD(_BlockOptimizer):
                 loss = closure()
         group = self.param_groups[0]
         lr, wd = group["lr"], group["weight_decay"]
-        for p in self.blocks[self.active_block]:
-            if p.grad is None:
-                continue
+        block = [p for p in self.blocks[self.active_block] if p.grad is not None]
+        if any(bool(torch.isnan(p.grad).any()) for p in block):
+            self.skipped_steps += 1  # sign(NaN) is NaN: skip, as the release does
+            block = []
+        for p in block:
             if wd:
                 p.mul_(1 - lr * wd)
             p.add_(torch.sign(p.grad), alpha=-lr)
         self._activate(self.schedule.next())  # before the next forward pass
         return loss
+
+    def state_dict(self) -> dict:
+        out = super().state_dict()
+        out["block_schedule"] = {
+            "schedule": self.schedule.state_dict(),
+            "active_block": self.active_block,
+        }
+        return out
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        extra = state_dict.pop("block_schedule", None)
+        if extra is None:
+            raise ValueError("state_dict has no 'block_schedule' entry (not saved by ABSignSGD)")
+        super().load_state_dict(state_dict)
+        self.schedule.load_state_dict(extra["schedule"])
+        self._activate(int(extra["active_block"]))
 
     def state_bytes(self) -> int:
         """Bytes of optimizer state: none is kept."""
@@ -153,8 +178,14 @@ class BlockAdam(_BlockOptimizer):
         blocks: Sequence[Sequence[nn.Parameter]] | None = None,
     ):
         _check_lr(lr, weight_decay)
-        if switch_every < 1:
-            raise ValueError("switch_every must be >= 1")
+        switch_every = V.check_int(switch_every, "switch_every", low=1)
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+        betas = tuple(
+            V.check_scalar(b, f"betas[{i}]", low=0.0, high=1.0, high_open=True)
+            for i, b in enumerate(betas)
+        )
+        eps = V.check_scalar(eps, "eps", low=0.0, low_open=True)
         super().__init__(
             model, blocks, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
         )
@@ -196,12 +227,36 @@ class BlockAdam(_BlockOptimizer):
             self._switch((self.active_block + 1) % len(self.blocks))
         return loss
 
+    def state_dict(self) -> dict:
+        out = super().state_dict()
+        out["block_adam"] = {
+            "k": self.k,
+            "block_step": self.block_step,
+            "active_block": self.active_block,
+        }
+        return out
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        extra = state_dict.pop("block_adam", None)
+        if extra is None:
+            raise ValueError("state_dict has no 'block_adam' entry (not saved by BlockAdam)")
+        self._activate(int(extra["active_block"]))
+        super().load_state_dict(state_dict)  # the active block's Adam moments
+        self.k, self.block_step = int(extra["k"]), int(extra["block_step"])
+
     def state_bytes(self) -> int:
         return tensor_bytes(t for s in self.state.values() for t in s.values())
 
 
 def memory_report(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
     """Bytes of parameters, gradients alive now and optimizer state, from the tensors."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     params = list(model.parameters())
     if hasattr(optimizer, "state_bytes"):
         state = int(optimizer.state_bytes())

@@ -13,11 +13,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from iclr26 import validation as V
+
 SCHEDULES = ("uniform", "cyclic", "depth_biased")
 
 
 def depth_costs(n_blocks: int, depth_bias: float) -> np.ndarray:
     """tau_i = N + c (N - i)."""
+    n_blocks = V.check_int(n_blocks, "n_blocks", low=1)
+    depth_bias = V.check_scalar(depth_bias, "depth_bias", low=0.0)
     i = np.arange(n_blocks)
     return n_blocks + depth_bias * (n_blocks - i)
 
@@ -35,16 +39,15 @@ class BlockSchedule:
         max_staleness: int | None = None,
         seed: int = 0,
     ):
-        if n_blocks < 1:
-            raise ValueError("need at least one block")
-        if not callable(rule) and rule not in SCHEDULES:
-            raise ValueError(
-                f"unknown schedule {rule!r}; valid: {', '.join(SCHEDULES)} or a callable"
-            )
-        if depth_bias < 0:
-            raise ValueError("depth_bias must be >= 0")
-        if max_staleness is not None and max_staleness < n_blocks:
-            raise ValueError("max_staleness must be >= the number of blocks")
+        n_blocks = V.check_int(n_blocks, "n_blocks", low=1)
+        if not callable(rule):
+            V.check_choice(rule, "schedule", SCHEDULES)
+        # NaN is refused here: with depth_bias = NaN every clock is NaN and argmin picks
+        # block 0 forever
+        depth_bias = V.check_scalar(depth_bias, "depth_bias", low=0.0)
+        if max_staleness is not None:
+            max_staleness = V.check_int(max_staleness, "max_staleness", low=n_blocks)
+        seed = V.check_int(seed, "seed", low=0)
         self.n_blocks, self.rule, self.max_staleness = n_blocks, rule, max_staleness
         self.costs = depth_costs(n_blocks, depth_bias)
         self.clock = self.costs.copy()
@@ -66,6 +69,28 @@ class BlockSchedule:
         i = int(np.argmin(self.clock))  # argmin returns the lowest index on ties
         self.clock[i] += self.costs[i]
         return i
+
+    def state_dict(self) -> dict:
+        """Everything the schedule's future picks depend on (clock, step, gaps, RNG)."""
+        return {
+            "n_blocks": self.n_blocks,
+            "k": self.k,
+            "clock": self.clock.tolist(),
+            "last_visit": self.last_visit.tolist(),
+            "visit_counts": self.visit_counts.tolist(),
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if int(state["n_blocks"]) != self.n_blocks:
+            raise ValueError(
+                f"state has {state['n_blocks']} blocks, this schedule has {self.n_blocks}"
+            )
+        self.k = int(state["k"])
+        self.clock = np.asarray(state["clock"], dtype=np.float64)
+        self.last_visit = np.asarray(state["last_visit"], dtype=np.int64)
+        self.visit_counts = np.asarray(state["visit_counts"], dtype=np.int64)
+        self.rng.bit_generator.state = state["rng"]
 
     def next(self) -> int:
         """The block of step k (then k advances)."""

@@ -13,14 +13,51 @@ from typing import Any
 import torch
 from torch.func import functional_call, vmap
 
+from iclr26 import validation as V
 from iclr26.optim.fzoo.perturb import directions
 
 MAX_BATCHED_ELEMENTS = 50_000_000
 
 
+def check_batch(batch: Any, loss_fn: Callable | None) -> Any:
+    """A dict of tensors (Hugging Face) or an ``(inputs, targets)`` pair: non-empty, finite
+    floating-point entries; a loss_fn is required for pairs."""
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
+    if isinstance(batch, dict):
+        if not batch:
+            raise ValueError("batch is empty (a dict with no entries)")
+        named = batch.items()
+    elif isinstance(batch, (tuple, list)) and len(batch) == 2:
+        if loss_fn is None:
+            raise ValueError("loss_fn is needed for (inputs, targets) batches")
+        named = (("batch inputs", batch[0]), ("batch targets", batch[1]))
+    else:
+        raise TypeError(
+            f"batch must be a dict (Hugging Face) or an (inputs, targets) pair, got "
+            f"{type(batch).__name__}"
+        )
+    for name, value in named:
+        if isinstance(value, torch.Tensor):
+            V.check_tensor(value, f"batch[{name!r}]" if isinstance(batch, dict) else name)
+    return batch
+
+
 def model_loss(model: torch.nn.Module, batch: Any, loss_fn: Callable | None) -> torch.Tensor:
     """The loss of ``model`` on ``batch``: ``model(**batch).loss`` for dict batches (Hugging
     Face), else ``loss_fn(model(x), y)`` for ``(x, y)`` batches."""
+    _check_model(model)
+    check_batch(batch, loss_fn)
+    return _model_loss(model, batch, loss_fn)
+
+
+def _check_model(model) -> torch.nn.Module:
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return model
+
+
+def _model_loss(model: torch.nn.Module, batch: Any, loss_fn: Callable | None) -> torch.Tensor:
     if isinstance(batch, dict):
         out = model(**batch)
         if loss_fn is None:
@@ -43,13 +80,19 @@ def batched_losses(
 
     ``perturbations`` is either a list with one ``[N, *p.shape]`` tensor per parameter, or a
     ``[N, d]`` matrix of flat perturbations (d = total size of ``params``)."""
+    _check_model(model)
+    check_batch(batch, loss_fn)
+    if isinstance(params, torch.Tensor):
+        raise TypeError("params must be a sequence of parameters, got a single tensor")
+    params = list(params)
+    if not params:
+        raise ValueError("params is empty")
     names = {id(p): n for n, p in model.named_parameters()}
     missing = [i for i, p in enumerate(params) if id(p) not in names]
     if missing:
-        raise ValueError("every perturbed tensor must be a parameter of the model")
+        raise ValueError("params must all be parameters of the model")
     if isinstance(perturbations, torch.Tensor):
-        if perturbations.dim() != 2:
-            raise ValueError("flat perturbations must be a [N, d] matrix")
+        V.check_tensor(perturbations, "perturbations", ndim=2, floating=True)
         blocks, offset = [], 0
         for p in params:
             blocks.append(perturbations[:, offset : offset + p.numel()].reshape(-1, *p.shape))
@@ -59,6 +102,20 @@ def batched_losses(
                 f"perturbations have {perturbations.shape[1]} columns, params {offset}"
             )
         perturbations = blocks
+    else:
+        perturbations = list(perturbations)
+        if len(perturbations) != len(params):
+            raise ValueError(
+                f"perturbations must hold one tensor per parameter ({len(params)}), got "
+                f"{len(perturbations)}"
+            )
+        for j, (p, dp) in enumerate(zip(params, perturbations)):
+            V.check_tensor(dp, f"perturbations[{j}]", floating=True)
+            if tuple(dp.shape[1:]) != tuple(p.shape) or dp.shape[0] != perturbations[0].shape[0]:
+                raise ValueError(
+                    f"perturbations[{j}] must have shape [N, *{tuple(p.shape)}] with the same N "
+                    f"for every parameter, got {tuple(dp.shape)}"
+                )
     n = perturbations[0].shape[0]
     if n * sum(p.numel() for p in params) > MAX_BATCHED_ELEMENTS:
         raise ValueError("batched evaluation would stack too many parameters; use batched=False")
@@ -99,11 +156,13 @@ class ModelClosure:
     one vmapped call. FZOO's ``batched=True`` path needs a closure of this kind."""
 
     def __init__(self, model: torch.nn.Module, batch: Any, loss_fn: Callable | None = None):
+        _check_model(model)
+        check_batch(batch, loss_fn)
         self.model, self.batch, self.loss_fn = model, batch, loss_fn
 
     def __call__(self) -> torch.Tensor:
         with torch.no_grad():
-            return model_loss(self.model, self.batch, self.loss_fn)
+            return _model_loss(self.model, self.batch, self.loss_fn)
 
     def batched(self, params, perturbations) -> torch.Tensor:
         return batched_losses(self.model, params, self.batch, self.loss_fn, perturbations)

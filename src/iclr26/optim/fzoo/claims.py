@@ -5,7 +5,6 @@ same data order and LR grids of equal size; the best LR is chosen by final train
 from __future__ import annotations
 
 import math
-import time
 
 import matplotlib
 
@@ -146,7 +145,7 @@ def _mean_passes(runs: list[dict]) -> float:
     "over seeds) and FZOO test accuracy >= MeZO's - 0.5 points",
 )
 def passes_to_target(ctx: Context) -> Result:
-    budget = ctx.pick(smoke=180, quick=8_000)
+    budget = ctx.pick(smoke=180, quick=12_000)
     seeds = [ctx.seed + i for i in range(ctx.pick(smoke=1, quick=2))]
     grids = {
         "fzoo": ctx.pick(smoke=[1e-2], quick=[3e-3, 1e-2, 2e-2]),
@@ -474,22 +473,38 @@ def normalized_sgd(ctx: Context) -> Result:
                         for p, b in zip(model.parameters(), before):
                             p.copy_(b)
                 store[f"N={n},scale={scale:g}"] = float(np.median(norms)) / (lr * math.sqrt(d / n))
-    # batched vs sequential: same seeds, same update
+    # batched vs sequential: same seeds, same update; step cost timed with ctx.timeit (threads
+    # pinned, minimum CPU time) beside the load-free counts (forward passes, model calls)
     timings, max_diff = {}, 0.0
     updates = {}
+    n_steps = ctx.pick(smoke=2, quick=10)
+    closure_fn = nn.functional.cross_entropy
     for batched in (False, True):
         m2 = _mlp(0)
         m2.load_state_dict(state)
         m2.eval()
         opt = FZOO(m2.parameters(), lr=lr, n_perturb=8, batched=batched, seed=ctx.seed)
-        t0 = time.perf_counter()
-        for _ in range(ctx.pick(smoke=2, quick=10)):
-            opt.step(make_closure(m2, (xtr[rows], ytr[rows]), nn.functional.cross_entropy))
-        timings[batched] = (time.perf_counter() - t0) / ctx.pick(smoke=2, quick=10)
+        for _ in range(n_steps):
+            opt.step(make_closure(m2, (xtr[rows], ytr[rows]), closure_fn))
         updates[batched] = torch.cat([p.detach().reshape(-1) for p in m2.parameters()])
         if batched:
             max_diff = float((updates[True] - updates[False]).abs().max())
             _ = flat_update_direction(opt)
+        m3 = _mlp(0)
+        m3.load_state_dict(state)
+        m3.eval()
+        timer = FZOO(m3.parameters(), lr=lr, n_perturb=8, batched=batched, seed=ctx.seed)
+        before = timer.forward_passes
+        timing = ctx.timeit(
+            lambda t=timer, m=m3: t.step(make_closure(m, (xtr[rows], ytr[rows]), closure_fn)),
+            repeat=ctx.pick(smoke=2, quick=7),
+            threads=1,
+        )
+        runs = timing.repeat + 1  # the warm-up step counts too
+        timings[batched] = timing.count(
+            forward_passes_per_step=(timer.forward_passes - before) / runs,
+            model_calls_per_step=2 if batched else 9,
+        ).to_dict()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for scale, marker in ((1.0, "o"), (100.0, "s")):
         ax.plot(
@@ -522,8 +537,8 @@ def normalized_sgd(ctx: Context) -> Result:
         metrics={
             "norm_ratio_rademacher": ratios,
             "batched_vs_sequential_max_diff": max_diff,
-            "step_s_sequential": timings[False],
-            "step_s_batched": timings[True],
+            "step_sequential": timings[False],
+            "step_batched": timings[True],
             "d": d,
         },
         baseline={"gaussian_norm_ratio": gauss},

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from iclr26 import validation as V
 from iclr26.optim.fzoo.batched import make_closure
 from iclr26.optim.fzoo.optimizers import ZerothOrderOptimizer
 
@@ -26,10 +27,16 @@ def zo_fit(
     with ``loss_fn(model(x), y)``. The model stays in eval mode (dropout off) throughout.
     Returns one record per evaluation: forward passes, step, mean recent loss, ``eval_fn``'s
     numbers."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(opt, ZerothOrderOptimizer):
-        raise TypeError("zo_fit drives a zeroth-order optimizer (FZOO or MeZO)")
-    if max_forward_passes < 1 or eval_every_passes < 1:
-        raise ValueError("max_forward_passes and eval_every_passes must be >= 1")
+        raise TypeError("opt must be a zeroth-order optimizer (FZOO or MeZO)")
+    if not hasattr(dataloader, "__iter__"):
+        raise TypeError(f"dataloader must be iterable, got {type(dataloader).__name__}")
+    if eval_fn is not None and not callable(eval_fn):
+        raise TypeError("eval_fn must be callable or None")
+    max_forward_passes = V.check_int(max_forward_passes, "max_forward_passes", low=1)
+    eval_every_passes = V.check_int(eval_every_passes, "eval_every_passes", low=1)
     model.eval()
     history: list[dict[str, Any]] = []
     recent: list[float] = []
@@ -58,6 +65,6 @@ def zo_fit(
             if opt.forward_passes >= max_forward_passes:
                 break
         if not seen:
-            raise ValueError("the dataloader yielded no batch")
+            raise ValueError("dataloader is empty: it yielded no batch")
     record()
     return history

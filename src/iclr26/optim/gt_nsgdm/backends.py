@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from iclr26 import validation as V
 from iclr26.optim.gt_nsgdm.algorithms import DecentralizedAlgorithm
 
 Oracle = Callable[[int, torch.Tensor, int], torch.Tensor]
@@ -21,6 +22,7 @@ Oracle = Callable[[int, torch.Tensor, int], torch.Tensor]
 
 def consensus_error(x: torch.Tensor) -> torch.Tensor:
     """(1/n) sum_i ||x_i - xbar||^2 over the node axis (-2)."""
+    x = V.check_tensor(x, "x", min_ndim=2, floating=True)
     return ((x - x.mean(-2, keepdim=True)) ** 2).sum(-1).mean(-1)
 
 
@@ -31,16 +33,31 @@ def run_local(
     steps: int,
     per_node: bool = False,
     record: Callable[[int, dict], None] | None = None,
+    allow_nonfinite: bool = False,
 ) -> dict:
     """Run ``steps`` rounds in-process. ``oracle.all_nodes(x)`` gives every node's stochastic
     gradient at once unless ``per_node`` (then ``oracle(i, x_i, t)`` node by node, exactly as
-    the Ray actors call it)."""
+    the Ray actors call it). A non-finite gradient (a diverged run) is an error naming the
+    step unless ``allow_nonfinite`` (step-size grids that let some runs diverge)."""
+    if not isinstance(algo, DecentralizedAlgorithm):
+        raise TypeError(f"algo must be a DecentralizedAlgorithm, got {type(algo).__name__}")
+    per_node = V.check_bool(per_node, "per_node")
+    V.check_module_attrs(oracle, "oracle", ("__call__",) if per_node else ("all_nodes",))
+    steps = V.check_int(steps, "steps", low=0)
+    if record is not None and not callable(record):
+        raise TypeError("record must be callable or None")
+    allow_nonfinite = V.check_bool(allow_nonfinite, "allow_nonfinite")
     state = algo.init(x0)
     for t in range(steps):
         if per_node:
             grads = torch.stack([oracle(i, state["x"][i], t) for i in range(algo.n)])
         else:
             grads = oracle.all_nodes(state["x"])
+        if not allow_nonfinite and not bool(torch.isfinite(grads).all()):
+            raise ValueError(
+                f"oracle returned a non-finite gradient at step {t}: the run diverged (lower "
+                "lr, or pass allow_nonfinite=True to keep going)"
+            )
         algo.step(state, grads)
         if record is not None:
             record(t, state)
@@ -106,12 +123,23 @@ class RayNetwork:
         x0: torch.Tensor,
         threads: int | None = 1,
     ):
+        if not isinstance(algo, DecentralizedAlgorithm):
+            raise TypeError(f"algo must be a DecentralizedAlgorithm, got {type(algo).__name__}")
+        oracles = oracles if isinstance(oracles, list) else [oracles] * algo.n
+        if len(oracles) != algo.n:
+            raise ValueError(
+                f"oracles must hold one oracle per node ({algo.n}), got {len(oracles)}"
+            )
+        for oracle in oracles:
+            V.check_module_attrs(oracle, "oracles", ("__call__",))
+        x0 = V.check_tensor(x0, "x0", ndim=1, floating=True)
+        if threads is not None:
+            threads = V.check_int(threads, "threads", low=1)
         import ray
 
         if not ray.is_initialized():
             raise RuntimeError("RayNetwork needs ray.init() first")
         self.algo = algo
-        oracles = oracles if isinstance(oracles, list) else [oracles] * algo.n
         actor = ray.remote(num_cpus=0)(_NodeActor)
         self.actors = [actor.remote(algo, i, oracles[i], x0, threads) for i in range(algo.n)]
         self.slots = algo.slots[0].tolist()

@@ -44,7 +44,7 @@ def synthetic_metric(
 
     def record(t, state):
         if t % every == 0 or t >= tail_start:
-            gn = problem.full_grad(state["x"].mean(-2)).norm(dim=-1)
+            gn = problem._full_grad(state["x"].mean(-2)).norm(dim=-1)
             gn = torch.nan_to_num(gn, nan=float("inf"))
             if t % every == 0:
                 curve.append(gn)
@@ -52,7 +52,7 @@ def synthetic_metric(
                 tail.append(gn)
 
     with np.errstate(all="ignore"):
-        run_local(algo, oracle, x0, steps, record=record)
+        run_local(algo, oracle, x0, steps, record=record, allow_nonfinite=True)
     tail_mean = torch.stack(tail).mean(0)
     best = int(torch.argmin(tail_mean))
     return {

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 
 def _as_tensor(w: np.ndarray):
     import torch
@@ -35,8 +37,7 @@ def metropolis(graph) -> np.ndarray:
 
 def ring(n: int):
     """Each node mixes with itself and its two ring neighbours, weight 1/3 each."""
-    if n < 1:
-        raise ValueError("n must be >= 1")
+    n = V.check_int(n, "n", low=1)
     if n <= 3:
         return complete(n)
     w = np.zeros((n, n))
@@ -47,8 +48,7 @@ def ring(n: int):
 
 
 def complete(n: int):
-    if n < 1:
-        raise ValueError("n must be >= 1")
+    n = V.check_int(n, "n", low=1)
     return _as_tensor(np.full((n, n), 1.0 / n))
 
 
@@ -56,6 +56,7 @@ def exponential(n: int):
     """Node i linked to i +- 2^k (mod n) for 2^k < n, Metropolis weights."""
     import networkx as nx
 
+    n = V.check_int(n, "n", low=1)
     g = nx.Graph()
     g.add_nodes_from(range(n))
     k = 1
@@ -70,6 +71,7 @@ def exponential(n: int):
 def torus(rows: int, cols: int):
     import networkx as nx
 
+    rows, cols = V.check_int(rows, "rows", low=1), V.check_int(cols, "cols", low=1)
     return _as_tensor(metropolis(nx.grid_2d_graph(rows, cols, periodic=True)))
 
 
@@ -77,6 +79,9 @@ def erdos_renyi(n: int, p: float, seed: int = 0):
     """A connected Erdos-Renyi graph (redrawn with the next seed until connected)."""
     import networkx as nx
 
+    n = V.check_int(n, "n", low=1)
+    p = V.check_probability(p, "p", open_low=True)
+    seed = V.check_int(seed, "seed", low=0)
     for attempt in range(100):
         g = nx.erdos_renyi_graph(n, p, seed=seed + attempt)
         if nx.is_connected(g):
@@ -87,23 +92,29 @@ def erdos_renyi(n: int, p: float, seed: int = 0):
 def from_networkx(graph):
     import networkx as nx
 
+    if not isinstance(graph, nx.Graph):
+        raise TypeError(f"graph must be a networkx graph, got {type(graph).__name__}")
+    if graph.number_of_nodes() == 0:
+        raise ValueError("graph is empty (no nodes)")
     if not nx.is_connected(graph):
         raise ValueError("the communication graph is disconnected")
     return _as_tensor(metropolis(graph))
 
 
 def check_mixing(w, tol: float = 1e-10):
-    """Validate a mixing matrix and return it as a float64 tensor."""
+    """Validate a mixing matrix (finite, square, non-negative, doubly stochastic, irreducible
+    and primitive: what the theory needs) and return it as a float64 tensor."""
     import torch
 
-    w = torch.as_tensor(w, dtype=torch.float64)
-    if w.dim() != 2 or w.shape[0] != w.shape[1]:
-        raise ValueError(f"W must be a square matrix, got shape {tuple(w.shape)}")
-    if (w < -tol).any():
-        raise ValueError("W has negative entries")
+    tol = V.check_scalar(tol, "tol", low=0.0)
+    arr = V.check_square(w, "W", dtype=np.float64, low=-tol)
+    off = max(float(np.abs(arr.sum(1) - 1).max()), float(np.abs(arr.sum(0) - 1).max()))
+    if off > tol:
+        raise ValueError(
+            f"W is not doubly stochastic (rows and columns must sum to 1; off by up to {off:.3g})"
+        )
+    w = torch.as_tensor(arr, dtype=torch.float64)
     n = w.shape[0]
-    if (w.sum(1) - 1).abs().max() > tol or (w.sum(0) - 1).abs().max() > tol:
-        raise ValueError("W is not doubly stochastic (rows and columns must sum to 1)")
     support = (w > tol).numpy()
     reach = np.eye(n, dtype=bool) | support
     for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):

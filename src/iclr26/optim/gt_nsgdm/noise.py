@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from iclr26 import validation as V
+
 NOISE_KINDS = ("student_t", "pareto", "levy_stable", "gaussian", "none")
 
 
@@ -23,10 +25,11 @@ class HeavyTailedNoise:
         scale: float = 1.0,
         seed: int = 0,
     ):
-        if kind not in NOISE_KINDS:
-            raise ValueError(f"unknown noise {kind!r}; valid: {', '.join(NOISE_KINDS)}")
-        if df <= 0 or not 0 < alpha <= 2 or scale < 0:
-            raise ValueError("need df > 0, 0 < alpha <= 2 and scale >= 0")
+        V.check_choice(kind, "kind", NOISE_KINDS)
+        df = V.check_scalar(df, "df", low=0.0, low_open=True)
+        alpha = V.check_scalar(alpha, "alpha", low=0.0, high=2.0, low_open=True)
+        scale = V.check_scalar(scale, "scale", low=0.0)
+        seed = V.check_int(seed, "seed", low=0)
         self.kind, self.df, self.alpha, self.scale, self.seed = kind, df, alpha, scale, seed
         self._rngs: dict[int, np.random.Generator] = {}
 
@@ -35,12 +38,14 @@ class HeavyTailedNoise:
         return cls("student_t", df=df, scale=scale, seed=seed)
 
     def rng(self, node: int) -> np.random.Generator:
+        node = V.check_int(node, "node", low=0)
         if node not in self._rngs:
             self._rngs[node] = np.random.default_rng([self.seed, node])
         return self._rngs[node]
 
     def draw(self, node: int, d: int) -> np.ndarray:
         """One noise vector of length d for ``node`` (advances that node's stream)."""
+        d = V.check_int(d, "d", low=1)
         rng = self.rng(node)
         if self.kind == "none" or self.scale == 0:
             return np.zeros(d)
@@ -55,3 +60,11 @@ class HeavyTailedNoise:
 
             xi = levy_stable.rvs(self.alpha, 0.0, size=d, random_state=rng)
         return self.scale * xi
+
+    def state_dict(self) -> dict:
+        """The state of every node's stream (to resume a run exactly)."""
+        return {node: rng.bit_generator.state for node, rng in self._rngs.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for node, st in state.items():
+            self.rng(int(node)).bit_generator.state = st
