@@ -14,8 +14,8 @@ from iclr26.claims import Result, claim
 def add(ctx):
     path = ctx.figure_path("_ray_paper", "sum")
     path.write_bytes(b"not really a png")
-    return Result.judge(metrics={"sum": 1 + 2}, required={"1+2 == 3": 1 + 2 == 3},
-                        figures=[path])
+    return Result.judge(metrics={"sum": 1 + 2}, baseline={"b": {"sum": 0}},
+                        required={"1+2 == 3": 1 + 2 == 3}, figures=[path])
 
 @claim(paper="_ray_paper", name="broken", statement="raises", paper_value="-", criterion="-")
 def broken(ctx):
@@ -34,7 +34,7 @@ def test_ray_executor_runs_claims_as_tasks(tmp_path):
     )
     try:
         tasks = [
-            Task("_ray_paper", name, "smoke", 0, 120, module="user_claims_for_ray")
+            Task("_ray_paper", name, "smoke", 0, 600, module="user_claims_for_ray")
             for name in ("sum", "broken")
         ]
         summary = run_tasks(tasks, scale="smoke", executor="ray", out_dir=tmp_path / "out")
@@ -42,7 +42,7 @@ def test_ray_executor_runs_claims_as_tasks(tmp_path):
         ray.shutdown()
         sys.path.remove(str(tmp_path))
     verdicts = {r["claim"]: r for r in summary.ran}
-    assert verdicts["sum"]["verdict"] == "reproduced"
+    assert verdicts["sum"]["verdict"] == "reproduced", verdicts["sum"]["reason"]
     assert verdicts["broken"]["verdict"] == "error"
     assert "fails on the cluster too" in verdicts["broken"]["reason"]
     # Figures made on the (possibly remote) node are written back next to results.json.
