@@ -19,44 +19,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from iclr26 import validation as V
+from iclr26.sklearn_contract import expected_failed_checks
 
 from .game import TabularMarkovGame, check_game
 
 FALLBACKS = ("uniform", "nearest-seen", "logistic")
 # scikit-learn checks that fit on arrays: fit(data, game) takes a demonstration dict and a game
-SKLEARN_EXPECTED_FAILED_CHECKS = {
-    name: "fit takes a demonstration dict and a TabularMarkovGame, not a data matrix X"
-    for name in (
-        "check_estimators_dtypes",
-        "check_fit_score_takes_y",
-        "check_estimators_fit_returns_self",
-        "check_readonly_memmap_input",
-        "check_n_features_in",
-        "check_positive_only_tag_during_fit",
-        "check_estimators_empty_data_messages",
-        "check_pipeline_consistency",
-        "check_estimators_nan_inf",
-        "check_estimators_overwrite_params",
-        "check_estimator_sparse_array",
-        "check_estimator_sparse_matrix",
-        "check_estimators_pickle",
-        "check_f_contiguous_array_estimator",
-        "check_fit2d_1sample",
-        "check_fit2d_1feature",
-        "check_fit1d",
-        "check_fit2d_predict1d",
-        "check_dict_unchanged",
-        "check_dont_overwrite_parameters",
-        "check_fit_idempotent",
-        "check_fit_check_is_fitted",
-        "check_n_features_in_after_fitting",
-        "check_complex_data",
-        "check_dtype_object",
-        "check_estimator_sparse_tag",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-    )
-}
+SKLEARN_EXPECTED_FAILED_CHECKS = expected_failed_checks(
+    "fit takes a demonstration dict and a TabularMarkovGame, not a data matrix X"
+)
 
 
 def collect_demonstrations(

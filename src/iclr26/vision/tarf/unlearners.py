@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,7 +66,7 @@ def clipped_ce(logits: torch.Tensor, y: torch.Tensor, loss_max: float) -> torch.
 
 
 @dataclass
-class Unlearner:
+class Unlearner(ABC):
     """Shared settings and helpers of every unlearner: SGD with momentum, ``epochs`` passes,
     each of ``ceil(|D_f| / batch)`` steps that pair a forgetting batch with a remaining batch."""
 
@@ -118,8 +119,9 @@ class Unlearner:
         self.steps_done_ += 1
         self.samples_done_ += n_samples
 
-    def unlearn(self, model: nn.Module, forget, remain) -> nn.Module:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def unlearn(self, model: nn.Module, forget, remain) -> nn.Module:
+        """Return an unlearned deep copy of ``model``; ``model`` itself is left untouched."""
 
 
 @dataclass
