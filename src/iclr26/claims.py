@@ -61,6 +61,28 @@ class Verdict(StrEnum):
     ERROR = "error"
 
 
+def title_figure(fig, title: str) -> None:
+    """Give ``fig`` a suptitle unless it has one (or its only axes carries a title)."""
+    if getattr(fig, "_suptitle", None) is not None and fig._suptitle.get_text():
+        return
+    axes = fig.get_axes()
+    if len(axes) == 1 and axes[0].get_title():
+        return
+    fig.suptitle(title, fontsize=9)
+
+
+def mark_threshold(ax, value: float, label: str, axis: str = "y", **line_kwargs):
+    """A dashed line at a verdict's threshold ``value`` (horizontal for ``axis="y"``,
+    vertical for ``"x"``), labelled ``label`` for the legend; returns the line."""
+    value = float(value)
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    kwargs = {"color": "black", "linestyle": "--", "linewidth": 1.0, "alpha": 0.7}
+    kwargs.update(line_kwargs)
+    line = (ax.axhline if axis == "y" else ax.axvline)(value, label=label, **kwargs)
+    return line
+
+
 @dataclass
 class Context:
     """What a claim check gets from the runner."""
@@ -97,14 +119,22 @@ class Context:
         return self.figures_dir / f"{paper}-{name}-{self.scale.value}{seed}.png"
 
     def save_figure(self, fig, paper: str, name: str, dpi: int = 110) -> Path:
-        """Lay out, save and close a matplotlib figure at ``figure_path``; returns the path."""
+        """Title, lay out, save and close a matplotlib figure at ``figure_path``; returns the
+        path. A figure without a title of its own gets ``"<paper> · <name> (<scale>)"``."""
         import matplotlib.pyplot as plt
 
         path = self.figure_path(paper, name)
+        title_figure(fig, f"{paper} · {name} ({self.scale.value} scale)")
         fig.tight_layout()
         fig.savefig(path, dpi=dpi)
         plt.close(fig)
         return path
+
+    @staticmethod
+    def mark_threshold(ax, value: float, label: str, axis: str = "y", **line_kwargs):
+        """Draw the threshold a verdict uses on ``ax`` (a dashed line at ``value`` across the
+        ``axis``, labelled in the legend) so the figure shows where "reproduced" begins."""
+        return mark_threshold(ax, value, label, axis=axis, **line_kwargs)
 
     def report(self, fraction: float, message: str = "") -> None:
         """Tell the runner how far the check has come (0..1)."""

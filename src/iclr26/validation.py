@@ -51,7 +51,13 @@ def _check_ndim(name: str, ndim_actual: int, ndim: int | Collection[int] | None)
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if ndim_actual not in allowed:
         want = " or ".join(str(a) for a in allowed)
-        raise ValueError(f"{name} must have {want} dimension(s), got {ndim_actual}")
+        hint = ""
+        if allowed == (2,) and ndim_actual == 1:  # scikit-learn's wording for this case
+            hint = (
+                "; Reshape your data with .reshape(-1, 1) for a single feature or "
+                ".reshape(1, -1) for a single sample"
+            )
+        raise ValueError(f"{name} must have {want} dimension(s), got {ndim_actual}{hint}")
 
 
 def _check_shape(name: str, actual: Sequence[int], shape: Sequence[int | None] | None) -> None:

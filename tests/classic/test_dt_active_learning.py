@@ -151,7 +151,7 @@ def test_baselines_run_and_bad_input():
     us.fit(Xg, LabelOracle(yg))
     assert us.n_labels_ == 60 and us.predict(Xg).shape == yg.shape
     with pytest.raises(ValueError):
-        StumpActiveLearner(n, epsilon=0.0)
+        StumpActiveLearner(n, epsilon=0.0).fit(X, y)
     with pytest.raises(ValueError):
         StumpActiveLearner(n).fit(X[:100], LabelOracle(y))  # pool does not fill the class
     with pytest.raises(ValueError):
@@ -160,6 +160,51 @@ def test_baselines_run_and_bad_input():
         GridTreeClass(8).predict((0, 1, 0, 0), np.array([[0, 9]]))
     with pytest.raises(TypeError):
         StumpActiveLearner(n).fit(X, "not callable")
+
+
+def test_scikit_learn_contract():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from iclr26.classic.dt_active_learning.learners import SKLEARN_EXPECTED_FAILED_CHECKS
+
+    # the heuristic baseline takes any real X: every check passes
+    check_estimator(UncertaintySamplingTree(budget=30, initial=10, batch=10, random_state=0))
+    for est in (
+        StumpActiveLearner(64, random_state=0),
+        MultiplicativeActiveLearner(GridTreeClass(6), random_state=0),
+        AdditiveDisagreementLearner(StumpClass(64), random_state=0),
+        PassiveERM(StumpClass(64), 10, random_state=0),
+    ):
+        check_estimator(est, expected_failed_checks=SKLEARN_EXPECTED_FAILED_CHECKS)
+    # fit(X, labels) reveals labels only when queried: same result as the counting oracle
+    n = 512
+    X, y, _ = make_stump_task(n, n_flips=2, random_state=1)
+    a = StumpActiveLearner(n, random_state=3).fit(X, y)
+    oracle = LabelOracle(y)
+    b = clone(a).fit(X, oracle)
+    assert a.best_ == b.best_ and a.n_labels_ == b.n_labels_ == oracle.n_labels < n
+    # any two class values; predictions come back in the user's labels
+    names = np.where(y == 1, "yes", "no")
+    c = StumpActiveLearner(n, random_state=3).fit(X, names)
+    assert list(c.classes_) == ["no", "yes"]
+    assert np.array_equal(c.predict(X), np.where(a.predict(X) == 1, "yes", "no"))
+    assert c.score(X, names) == a.score(X, y)
+    Xg, yg, _ = make_grid_task(w=10, random_state=0)
+    scores = cross_val_score(UncertaintySamplingTree(budget=40, random_state=0), Xg, yg, cv=3)
+    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
+    grid = GridSearchCV(
+        StumpActiveLearner(n, random_state=0),
+        {"epsilon": [0.5, 1.0]},
+        cv=[(np.arange(n), np.arange(n))],
+    ).fit(X, y)
+    assert grid.best_params_["epsilon"] in (0.5, 1.0)
+    # hyperparameters are checked at fit, as scikit-learn expects, and stored untouched
+    est = StumpActiveLearner(n, epsilon=float("nan"))
+    assert np.isnan(est.get_params()["epsilon"])
+    with pytest.raises(ValueError, match="epsilon"):
+        est.fit(X, y)
 
 
 def test_random_tree_uses_distinct_features():

@@ -151,3 +151,29 @@ def test_timeit_rejects_bad_arguments():
             timeit(lambda: None, **kwargs)
     with pytest.raises(TypeError, match="fn"):
         timeit(None)
+
+
+def test_figures_get_a_title_and_a_threshold_mark(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from iclr26.claims import Context, Scale, mark_threshold, title_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    line = mark_threshold(ax, 0.5, "threshold 0.5")
+    assert line.get_label() == "threshold 0.5" and list(line.get_ydata()) == [0.5, 0.5]
+    title_figure(fig, "paper · claim (quick scale)")
+    assert fig._suptitle.get_text() == "paper · claim (quick scale)"
+    fig2, ax2 = plt.subplots()
+    ax2.set_title("own title")
+    title_figure(fig2, "not used")
+    assert fig2._suptitle is None
+    plt.close(fig2)
+    ctx = Context(scale=Scale.SMOKE, out_dir=tmp_path)
+    path = ctx.save_figure(fig, "paper", "claim")
+    assert path.name == "paper-claim-smoke.png" and path.is_file()
+    with pytest.raises(ValueError, match="axis"):
+        mark_threshold(ax, 1.0, "x", axis="z")

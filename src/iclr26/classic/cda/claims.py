@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, title_figure  # noqa: E402
 from iclr26.classic.cda.estimator import CDAClassifier  # noqa: E402
 from iclr26.classic.cda.kernel import median_bandwidth, squared_distances  # noqa: E402
 from iclr26.data import load  # noqa: E402
@@ -191,6 +191,7 @@ def _plot_c1(path, datasets, per_dataset, mean_rank, methods) -> None:
     right.bar(ranked, [mean_rank[m] for m in ranked], color="tab:gray")
     right.set_ylabel("mean AUROC rank (1 = best)")
     right.tick_params(axis="x", rotation=30)
+    title_figure(fig, "cda · accuracy-ranks")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -443,6 +444,7 @@ def _plot_c2(path, m_values, times_m, ops_m, n_values, times_n, ops_n, n_fixed, 
             ax.set_ylabel(ylabel)
             ax.legend(fontsize=7)
         axes[1, col].set_xlabel(label)
+    title_figure(fig, "cda · fit-time-scaling")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -554,6 +556,7 @@ def _plot_c3(path, auc, methods) -> None:
     ax.set_ylabel("test AUROC")
     ax.set_ylim(0.4, 1.0)
     ax.legend(fontsize=8, ncol=len(methods), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    title_figure(fig, "cda · kernel-vs-linear")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -8,6 +8,17 @@ version-space radius. When the radius fails to halve, the optimum's conditional 
 large, and one final sample of size ~ c0 L / eps^2 from D_i turns an additive estimate into a
 (1 + eps) multiplicative one (Theorem 1.2). :class:`StumpActiveLearner` is Algorithm 1, the
 same learner over 1-D thresholds.
+
+Every learner is a scikit-learn classifier (``BaseEstimator`` + ``ClassifierMixin``):
+``fit(X, y)`` takes the pool ``X`` and either the pool's labels ``y`` (any two class values;
+a label is revealed to the learner only when it queries that point, and ``n_labels_`` counts
+the distinct points it asked for) or an oracle ``y(idx) -> 0/1 labels``. Hyperparameters are
+stored as given and checked in ``fit`` (scikit-learn's convention), so ``clone``,
+``get_params``/``set_params`` and ``GridSearchCV`` work. The version-space learners' pool must
+be the hypothesis class's grid (integer cells whose counts equal the class's ``weights``), so
+they cannot pass the checks of ``check_estimator`` that fit random real-valued matrices
+(:data:`SKLEARN_EXPECTED_FAILED_CHECKS`); :class:`UncertaintySamplingTree` takes any real X
+and passes ``check_estimator``.
 """
 
 from __future__ import annotations
@@ -15,9 +26,62 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from iclr26 import validation as V
 from iclr26.classic.dt_active_learning.hypotheses import EnumeratedClass, GridTreeClass, StumpClass
+from iclr26.sklearn_contract import expected_failed_checks
+
+SKLEARN_EXPECTED_FAILED_CHECKS = expected_failed_checks(
+    "the pool X must be the hypothesis class's integer grid, each cell as often as the class's "
+    "weights say; random real-valued matrices are not such a pool"
+) | {
+    "check_classifiers_train": "needs a pool of random real-valued points",
+    "check_classifiers_regression_target": "needs a pool of random real-valued points",
+    "check_supervised_y_2d": "needs a pool of random real-valued points",
+    "check_classifiers_classes": "needs a pool of random real-valued points",
+    "check_classifiers_one_label": "needs a pool of random real-valued points",
+    "check_classifiers_one_label_sample_weights": "needs a pool of random real-valued points",
+    "check_classifier_data_not_an_array": "needs a pool of random real-valued points",
+    "check_estimators_partial_fit_n_features": "needs a pool of random real-valued points",
+    "check_decision_proba_consistency": "needs a pool of random real-valued points",
+    "check_requires_y_none": "needs a pool of random real-valued points",
+    "check_estimators_unfitted": "needs a pool of random real-valued points",
+    "check_non_transformer_estimators_n_iter": "needs a pool of random real-valued points",
+    "check_supervised_y_no_nan": "needs a pool of random real-valued points",
+    "check_fit_non_negative": "needs a pool of random real-valued points",
+    "check_sample_weight_equivalence_on_dense_data": "needs a pool of random real-valued points",
+    "check_sample_weights_not_an_array": "needs a pool of random real-valued points",
+    "check_sample_weights_list": "needs a pool of random real-valued points",
+    "check_sample_weights_shape": "needs a pool of random real-valued points",
+    "check_sample_weights_not_overwritten": "needs a pool of random real-valued points",
+    "check_estimators_dtypes": "needs a pool of random real-valued points",
+    "check_classifier_not_supporting_multiclass": "needs a pool of random real-valued points",
+}
+
+
+def _label_source(y, n: int):
+    """``(oracle, classes)`` from ``y``: an oracle callable (classes 0 and 1) or the pool's
+    labels (two distinct values, encoded 0/1 in sorted order; revealed one query at a time)."""
+    if callable(y):
+        return y, np.array([0, 1])
+    if y is None:
+        raise ValueError(
+            "y: this estimator requires y to be passed, but the target y is None (give the "
+            "pool's labels or an oracle callable idx -> 0/1 labels)"
+        )
+    y = V.check_array(y, "y", ndim=1, dtype=None, n_rows=n)
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("y must not contain NaN or infinity")
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.size > 2:
+        raise ValueError(
+            f"y: Only binary classification is supported. The target has {classes.size} classes."
+        )
+    if classes.size < 2:
+        raise ValueError("y must hold two classes, got 1 class")
+    codes = codes.astype(np.int8)
+    return (lambda idx: codes[idx]), classes
 
 
 def _pool_cells(cls, X) -> np.ndarray:
@@ -51,7 +115,9 @@ class _LabelCache:
 
     def __init__(self, oracle, n: int):
         if not callable(oracle):
-            raise TypeError(f"oracle must be a callable idx -> labels, got {type(oracle).__name__}")
+            raise TypeError(
+                f"oracle (y) must be a callable idx -> labels, got {type(oracle).__name__}"
+            )
         self.oracle = oracle
         self.labels = np.full(n, -1, dtype=np.int8)
         self.n_queries = 0
@@ -71,27 +137,45 @@ class _LabelCache:
         return int(np.sum(self.labels >= 0))
 
 
-class _VersionSpaceLearner:
+class _VersionSpaceLearner(ClassifierMixin, BaseEstimator):
     """Shared machinery: rounds of sampling from DIS(H_i), ERM, elimination."""
 
     def __init__(self, hypotheses, delta: float = 0.1, c0: float = 64.0, random_state=None):
-        if not isinstance(hypotheses, (StumpClass, GridTreeClass, EnumeratedClass)):
-            raise TypeError(
-                "hypotheses must be a StumpClass, GridTreeClass or EnumeratedClass, got "
-                f"{type(hypotheses).__name__}"
-            )
         self.hypotheses = hypotheses
-        self.delta = V.check_probability(delta, "delta", open_low=True, open_high=True)
-        self.c0 = V.check_scalar(c0, "c0", low=0.0, low_open=True)
+        self.delta = delta
+        self.c0 = c0
         self.random_state = random_state
 
-    def _setup(self, X, oracle):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _hypothesis_class(self):
         cls = self.hypotheses
+        if not isinstance(cls, (StumpClass, GridTreeClass, EnumeratedClass)):
+            raise TypeError(
+                "hypotheses must be a StumpClass, GridTreeClass or EnumeratedClass, got "
+                f"{type(cls).__name__}"
+            )
+        return cls
+
+    def _check_params(self) -> None:
+        self.hypotheses_ = self._hypothesis_class()
+        self._delta = V.check_probability(self.delta, "delta", open_low=True, open_high=True)
+        self._c0 = V.check_scalar(self.c0, "c0", low=0.0, low_open=True)
+
+    def _setup(self, X, y):
+        self._check_params()
+        cls = self.hypotheses_
         self.cells_ = _pool_cells(cls, X)
         n = self.cells_.shape[0]
+        oracle, self.classes_ = _label_source(y, n)
+        self.n_features_in_ = int(np.shape(X)[1])
         self.n_pool_ = n
         self.max_rounds_ = math.ceil(math.log2(n)) + 1
-        self.conf_log_ = math.log(4.0 * cls.size * self.max_rounds_ / self.delta)
+        self.conf_log_ = math.log(4.0 * cls.size * self.max_rounds_ / self._delta)
         self.cache_ = _LabelCache(oracle, n)
         self.rng_ = np.random.default_rng(self.random_state)
         self.trace_ = []
@@ -101,15 +185,15 @@ class _VersionSpaceLearner:
         labels = self.cache_(idx)
         cells = self.cells_[idx]
         c0 = np.bincount(cells[labels == 0], minlength=self.n_cells_).reshape(
-            self.hypotheses.cell_shape
+            self.hypotheses_.cell_shape
         )
         c1 = np.bincount(cells[labels == 1], minlength=self.n_cells_).reshape(
-            self.hypotheses.cell_shape
+            self.hypotheses_.cell_shape
         )
         return c0, c1, cells
 
     def _erm(self, idx: np.ndarray, mask: np.ndarray):
-        cls = self.hypotheses
+        cls = self.hypotheses_
         c0, c1, cells = self._sample_stats(idx)
         m = idx.size
         err = cls.errors(c0, c1)
@@ -120,7 +204,7 @@ class _VersionSpaceLearner:
 
     def _eliminate(self, idx: np.ndarray, mask: np.ndarray):
         """One round of Algorithm 2's steps c-d on the sample ``idx`` drawn from D_i."""
-        cls = self.hypotheses
+        cls = self.hypotheses_
         m = idx.size
         err, best, cells = self._erm(idx, mask)
         pred_best = np.ravel(cls.predict_cells(best))[cells]
@@ -140,11 +224,11 @@ class _VersionSpaceLearner:
         return survive, best, err
 
     def _dis_points(self, mask: np.ndarray) -> np.ndarray:
-        dis = np.ravel(self.hypotheses.disagreement_region(mask))
+        dis = np.ravel(self.hypotheses_.disagreement_region(mask))
         return np.flatnonzero(dis[self.cells_])
 
     def _finish(self, best):
-        cls = self.hypotheses
+        cls = self.hypotheses_
         self.best_ = tuple(int(i) for i in best)
         self.n_labels_ = self.cache_.n_labels
         self.n_queries_ = self.cache_.n_queries
@@ -153,18 +237,21 @@ class _VersionSpaceLearner:
         return self
 
     def predict(self, X) -> np.ndarray:
+        """The learned hypothesis' labels (values of ``classes_``) at pool points ``X``."""
+        from sklearn.exceptions import NotFittedError
+
         if not hasattr(self, "best_"):
-            raise ValueError("call fit first")
-        cls = self.hypotheses
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        cls = self.hypotheses_
         X = V.check_array(X, "X", ndim=2)
         if isinstance(cls, GridTreeClass):
-            return cls.predict(self.best_, X)
+            return self.classes_[np.asarray(cls.predict(self.best_, X), dtype=int)]
         if X.shape[1] != 1 or not np.all(np.mod(X, 1) == 0):
             raise ValueError(f"X must be an (m, 1) array of integer positions, got {X.shape}")
         pos = X[:, 0].astype(int)
         if pos.min() < 0 or pos.max() >= np.ravel(cls.weights).size:
             raise ValueError("X: points outside the pool")
-        return np.ravel(cls.predict_cells(self.best_))[pos]
+        return self.classes_[np.ravel(cls.predict_cells(self.best_))[pos].astype(int)]
 
 
 class MultiplicativeActiveLearner(_VersionSpaceLearner):
@@ -177,8 +264,9 @@ class MultiplicativeActiveLearner(_VersionSpaceLearner):
     ``regime_test``: "radius" (default: switch to the final phase when the version-space radius
     fails to halve) or "error" (switch when the conditional empirical error of the round's ERM
     is >= 1/(16 theta), the condition the analysis names).
-    ``fit(X, oracle)`` with ``oracle(idx) -> labels``; then ``best_``, ``n_labels_`` (distinct
-    points queried), ``n_queries_`` (with repeats), ``trace_`` (per round), ``predict(X)``.
+    ``fit(X, y)`` with the pool's labels ``y`` or an oracle ``y(idx) -> labels``; then ``best_``,
+    ``n_labels_`` (distinct points queried), ``n_queries_`` (with repeats), ``trace_`` (per
+    round), ``predict(X)``.
     """
 
     def __init__(
@@ -193,42 +281,46 @@ class MultiplicativeActiveLearner(_VersionSpaceLearner):
         random_state=None,
     ):
         super().__init__(hypotheses, delta, c0, random_state)
-        self.epsilon = V.check_scalar(epsilon, "epsilon", low=0.0, low_open=True)
-        V.check_choice(constants, "constants", ("practical", "theory"))
-        V.check_choice(regime_test, "regime_test", ("radius", "error"))
-        if not (isinstance(theta, str) and theta == "auto"):
-            V.check_scalar(theta, "theta", low=0.0, low_open=True)
+        self.epsilon = epsilon
         self.constants = constants
         self.theta = theta
         self.regime_test = regime_test
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        self._epsilon = V.check_scalar(self.epsilon, "epsilon", low=0.0, low_open=True)
+        V.check_choice(self.constants, "constants", ("practical", "theory"))
+        V.check_choice(self.regime_test, "regime_test", ("radius", "error"))
+        if not (isinstance(self.theta, str) and self.theta == "auto"):
+            V.check_scalar(self.theta, "theta", low=0.0, low_open=True)
+
     def _theta(self) -> float:
-        if self.theta != "auto":
+        if not (isinstance(self.theta, str) and self.theta == "auto"):
             return float(self.theta)
-        if isinstance(self.hypotheses, StumpClass):
+        if isinstance(self.hypotheses_, StumpClass):
             return 2.0
         return math.log(self.n_pool_) ** 2
 
     def round_size(self) -> int:
         if self.constants == "practical":
-            return math.ceil(self.c0 * self.conf_log_)
-        th, v = max(self._theta(), math.e), self.hypotheses.vc_dim
+            return math.ceil(self._c0 * self.conf_log_)
+        th, v = max(self._theta(), math.e), self.hypotheses_.vc_dim
         return math.ceil(
-            self.c0 * th**2 * (v * math.log(th) + math.log(math.log(self.n_pool_) / self.delta))
+            self._c0 * th**2 * (v * math.log(th) + math.log(math.log(self.n_pool_) / self._delta))
         )
 
     def final_size(self) -> int:
-        eps = self.epsilon
+        eps = self._epsilon
         if self.constants == "practical":
-            return math.ceil(self.c0 * self.conf_log_ / eps**2)
-        th, v = max(self._theta(), math.e), self.hypotheses.vc_dim
+            return math.ceil(self._c0 * self.conf_log_ / eps**2)
+        th, v = max(self._theta(), math.e), self.hypotheses_.vc_dim
         return math.ceil(
-            self.c0 * th**2 / eps**2 * (v * math.log(th / eps) + math.log(1.0 / self.delta))
+            self._c0 * th**2 / eps**2 * (v * math.log(th / eps) + math.log(1.0 / self._delta))
         )
 
-    def fit(self, X, oracle):
-        self._setup(X, oracle)
-        cls = self.hypotheses
+    def fit(self, X, y):
+        self._setup(X, y)
+        cls = self.hypotheses_
         mask = cls.full_mask()
         best = None
         for i in range(self.max_rounds_):
@@ -280,9 +372,19 @@ class StumpActiveLearner(MultiplicativeActiveLearner):
         regime_test: str = "radius",
         random_state=None,
     ):
-        super().__init__(
-            StumpClass(n), epsilon, delta, constants, c0, "auto", regime_test, random_state
-        )
+        self.n = n
+        self.epsilon = epsilon
+        self.delta = delta
+        self.constants = constants
+        self.c0 = c0
+        self.regime_test = regime_test
+        self.random_state = random_state
+
+    # the threshold class is built from ``n`` at fit time; ``theta`` is the analytic 2
+    theta = "auto"
+
+    def _hypothesis_class(self):
+        return StumpClass(self.n)
 
 
 class AdditiveDisagreementLearner(_VersionSpaceLearner):
@@ -302,24 +404,28 @@ class AdditiveDisagreementLearner(_VersionSpaceLearner):
         random_state=None,
     ):
         super().__init__(hypotheses, delta, c0, random_state)
-        self.epsilon_add = V.check_probability(
-            epsilon_add, "epsilon_add", open_low=True, open_high=True
+        self.epsilon_add = epsilon_add
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        self._epsilon_add = V.check_probability(
+            self.epsilon_add, "epsilon_add", open_low=True, open_high=True
         )
 
-    def fit(self, X, oracle):
-        self._setup(X, oracle)
-        cls = self.hypotheses
+    def fit(self, X, y):
+        self._setup(X, y)
+        cls = self.hypotheses_
         mask = cls.full_mask()
         best = cls.argmin(np.zeros(cls.shape), mask)
         for i in range(self.max_rounds_):
             dis = self._dis_points(mask)
             mass = dis.size / self.n_pool_
             self.trace_.append({"round": i, "dis_mass": mass, "labels": self.cache_.n_labels})
-            if mass <= self.epsilon_add:
+            if mass <= self._epsilon_add:
                 if i == 0 or dis.size == 0:
                     best = cls.argmin(np.zeros(cls.shape), mask)
                 return self._finish(best)
-            m = math.ceil(self.c0 * self.conf_log_)
+            m = math.ceil(self._c0 * self.conf_log_)
             idx = dis[self.rng_.integers(0, dis.size, m)]
             mask, best, _ = self._eliminate(idx, mask)
         return self._finish(best)
@@ -329,21 +435,30 @@ class PassiveERM(_VersionSpaceLearner):
     """``n_labels`` uniformly random distinct pool points, then exact ERM over the class."""
 
     def __init__(self, hypotheses, n_labels: int, random_state=None):
-        super().__init__(hypotheses, 0.1, 1.0, random_state)
-        self.n_labels = V.check_int(n_labels, "n_labels", low=1)
+        self.hypotheses = hypotheses
+        self.n_labels = n_labels
+        self.random_state = random_state
 
-    def fit(self, X, oracle):
-        self._setup(X, oracle)
-        if self.n_labels > self.n_pool_:
-            raise ValueError("n_labels exceeds the pool size")
-        idx = self.rng_.choice(self.n_pool_, self.n_labels, replace=False)
-        _, best, _ = self._erm(idx, self.hypotheses.full_mask())
+    delta, c0 = 0.1, 1.0  # only used for the (unused) confidence radius of the shared setup
+
+    def fit(self, X, y):
+        n_labels = V.check_int(self.n_labels, "n_labels", low=1)
+        self._setup(X, y)
+        if n_labels > self.n_pool_:
+            raise ValueError(f"n_labels ({n_labels}) exceeds the pool size ({self.n_pool_})")
+        idx = self.rng_.choice(self.n_pool_, n_labels, replace=False)
+        _, best, _ = self._erm(idx, self.hypotheses_.full_mask())
         return self._finish(best)
 
 
-class UncertaintySamplingTree:
+class UncertaintySamplingTree(ClassifierMixin, BaseEstimator):
     """Practitioner's heuristic: a depth-``depth`` scikit-learn tree retrained after each batch,
-    querying the points where a bootstrap committee of trees disagrees most."""
+    querying the points where a bootstrap committee of trees disagrees most.
+
+    ``fit(X, y)``: any real-valued pool ``X`` with its labels ``y`` (two classes, revealed only
+    when queried) or an oracle ``y(idx) -> 0/1``; ``n_labels_`` distinct points are labelled.
+    Passes scikit-learn's ``check_estimator`` (binary classification only).
+    """
 
     def __init__(
         self,
@@ -354,48 +469,74 @@ class UncertaintySamplingTree:
         committee: int = 5,
         random_state=None,
     ):
-        self.depth = V.check_int(depth, "depth", low=1)
-        self.budget = V.check_int(budget, "budget", low=1)
-        self.batch = V.check_int(batch, "batch", low=1)
-        self.initial = V.check_int(initial, "initial", low=1)
-        self.committee = V.check_int(committee, "committee", low=1)
+        self.depth = depth
+        self.budget = budget
+        self.batch = batch
+        self.initial = initial
+        self.committee = committee
         self.random_state = random_state
 
-    def fit(self, X, oracle):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def fit(self, X, y):
         from sklearn.tree import DecisionTreeClassifier
 
-        X = V.check_array(X, "X", ndim=2, dtype=np.float64)
+        depth = V.check_int(self.depth, "depth", low=1)
+        budget = V.check_int(self.budget, "budget", low=1)
+        batch = V.check_int(self.batch, "batch", low=1)
+        initial = V.check_int(self.initial, "initial", low=1)
+        committee = V.check_int(self.committee, "committee", low=1)
+        if callable(y):
+            X = V.check_array(X, "X", ndim=2, dtype=np.float64)
+        else:  # scikit-learn's own checks and messages for (X, y) data
+            from sklearn.utils.multiclass import check_classification_targets
+            from sklearn.utils.validation import validate_data
+
+            if y is None:
+                _label_source(y, 0)
+            X, y = validate_data(self, X, y, dtype=np.float64)
+            check_classification_targets(y)
         n = X.shape[0]
+        oracle, self.classes_ = _label_source(y, n)
+        self.n_features_in_ = X.shape[1]
         rng = np.random.default_rng(self.random_state)
         cache = _LabelCache(oracle, n)
-        chosen = rng.choice(n, min(self.initial, n), replace=False)
+        chosen = rng.choice(n, min(initial, n), replace=False)
         cache(chosen)
         while True:
             known = np.flatnonzero(cache.labels >= 0)
-            y = cache.labels[known]
-            self.tree_ = DecisionTreeClassifier(max_depth=self.depth, random_state=0).fit(
-                X[known], y
+            labels = cache.labels[known]
+            self.tree_ = DecisionTreeClassifier(max_depth=depth, random_state=0).fit(
+                X[known], labels
             )
-            if known.size >= min(self.budget, n):
+            if known.size >= min(budget, n):
                 break
             votes = np.zeros(n)
-            for _ in range(self.committee):
+            for _ in range(committee):
                 boot = rng.choice(known, known.size, replace=True)
                 if np.unique(cache.labels[boot]).size < 2:
                     votes += cache.labels[boot][0]
                     continue
-                member = DecisionTreeClassifier(max_depth=self.depth, random_state=0)
+                member = DecisionTreeClassifier(max_depth=depth, random_state=0)
                 votes += member.fit(X[boot], cache.labels[boot]).predict(X)
-            frac = votes / self.committee
+            frac = votes / committee
             score = frac * (1 - frac) + 1e-9 * rng.random(n)
             score[known] = -1.0
-            take = min(self.batch, min(self.budget, n) - known.size)
+            take = min(batch, min(budget, n) - known.size)
             cache(np.argsort(score)[::-1][:take])
         self.n_labels_ = cache.n_labels
         return self
 
     def predict(self, X) -> np.ndarray:
+        from sklearn.exceptions import NotFittedError
+
         if not hasattr(self, "tree_"):
-            raise ValueError("call fit first")
-        X = V.check_array(X, "X", ndim=2, dtype=np.float64, shape=(None, self.tree_.n_features_in_))
-        return self.tree_.predict(X)
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        from sklearn.utils.validation import validate_data
+
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self.classes_[self.tree_.predict(X).astype(int)]
