@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import pytest
 import torch
@@ -174,6 +175,26 @@ def test_only_trainable_parameters_move_and_no_grad_buffers():
     assert all(p.grad is None for p in model.parameters())
     assert history[-1]["forward_passes"] >= 50 and len(history) >= 3
     assert opt.state_bytes() == 0
+
+
+def test_zo_fit_reports_progress_after_every_step():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 2))
+    x, y = torch.randn(8, 4), torch.randint(0, 2, (8,))
+    opt = FZOO(model.parameters(), lr=1e-2, n_perturb=4)  # 5 forward passes per step
+    seen = []
+    zo_fit(
+        model,
+        [(x, y)],
+        opt,
+        loss_fn=nn.functional.cross_entropy,
+        max_forward_passes=23,
+        progress=lambda done, total, loss: seen.append((done, total, loss)),
+    )
+    assert [d for d, _, _ in seen] == [5, 10, 15, 20, 23]
+    assert all(t == 23 for _, t, _ in seen) and all(math.isfinite(v) for _, _, v in seen)
+    with pytest.raises(TypeError, match="progress"):
+        zo_fit(model, [(x, y)], opt, loss_fn=nn.functional.cross_entropy, progress=3)
 
 
 @pytest.mark.parametrize("name", ["passes-to-target", "minilm-peft", "normalized-sgd"])

@@ -20,8 +20,12 @@ def zo_fit(
     max_forward_passes: int = 20_000,
     eval_fn: Callable[[torch.nn.Module], dict[str, float]] | None = None,
     eval_every_passes: int = 1_000,
+    progress: Callable[[int, int, float], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``opt`` over ``dataloader`` (cycled) until ``max_forward_passes`` are spent.
+
+    ``progress(forward_passes, max_forward_passes, loss)`` is called after every step (e.g. to
+    drive a progress bar or log).
 
     Batches are dicts for Hugging Face models (loss from ``outputs.loss``) or ``(x, y)`` pairs
     with ``loss_fn(model(x), y)``. The model stays in eval mode (dropout off) throughout.
@@ -35,6 +39,8 @@ def zo_fit(
         raise TypeError(f"dataloader must be iterable, got {type(dataloader).__name__}")
     if eval_fn is not None and not callable(eval_fn):
         raise TypeError("eval_fn must be callable or None")
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be callable or None")
     max_forward_passes = V.check_int(max_forward_passes, "max_forward_passes", low=1)
     eval_every_passes = V.check_int(eval_every_passes, "eval_every_passes", low=1)
     model.eval()
@@ -62,6 +68,10 @@ def zo_fit(
                 next_eval += eval_every_passes
             recent.append(opt.step(make_closure(model, batch, loss_fn)))
             step += 1
+            if progress is not None:
+                progress(
+                    min(opt.forward_passes, max_forward_passes), max_forward_passes, recent[-1]
+                )
             if opt.forward_passes >= max_forward_passes:
                 break
         if not seen:
