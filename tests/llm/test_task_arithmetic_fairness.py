@@ -1,0 +1,227 @@
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.claims import contract_problems, run_claim
+from iclr26.llm.task_arithmetic_fairness import (
+    TaskVector,
+    combine_coefficients,
+    encode,
+    fairness_bound,
+    fairness_report,
+    finetune_full,
+    identity_toxicity,
+    inject_subgroup,
+    lambda_sweep,
+    merge,
+    predict_proba,
+    select_lambda,
+    sequence_classifier,
+    subgroup_task_vectors,
+)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, width=3):
+        super().__init__()
+        self.lin = torch.nn.Linear(width, 2)
+        self.bn = torch.nn.BatchNorm1d(2)  # carries an integer buffer (num_batches_tracked)
+
+
+def _pair(seed=0):
+    torch.manual_seed(seed)
+    base = Net()
+    tuned = copy.deepcopy(base)
+    with torch.no_grad():
+        for p in tuned.parameters():
+            p.add_(torch.randn_like(p))
+    return base, tuned
+
+
+def _close(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    return all(torch.allclose(sa[k].float(), sb[k].float(), atol=1e-6) for k in sa)
+
+
+# ------------------------------------------------------------------ TaskVector
+
+
+def test_task_vector_reconstructs_finetuned_and_zero_gives_base():
+    base, tuned = _pair()
+    tv = TaskVector.from_models(base, tuned)
+    assert _close(tv.apply_to(base), tuned)
+    assert _close(tv.apply_to(base, scale=0.0), base)
+    assert _close((0.0 * tv).apply_to(base), base)
+    assert "bn.num_batches_tracked" not in tv.vector  # non-float buffers are skipped
+    assert _close(base, _pair()[0])  # apply_to does not touch the base
+
+
+def test_task_vector_arithmetic_is_linear():
+    base, t1 = _pair(0)
+    _, t2 = _pair(1)
+    a, b = TaskVector.from_models(base, t1), TaskVector.from_models(base, t2)
+    total = sum([a, b])
+    for k in a.vector:
+        assert torch.allclose(total.vector[k], a.vector[k] + b.vector[k])
+        assert torch.allclose((a - b).vector[k], a.vector[k] - b.vector[k])
+        assert torch.allclose((-a).vector[k], -a.vector[k])
+        assert torch.allclose((2 * a).vector[k], a.vector[k] * 2)
+    merged = merge(base, [a, b], [0.3, 0.7])
+    assert _close(merged, (0.3 * a + 0.7 * b).apply_to(base))
+    assert (2 * a).norm() == pytest.approx(2 * a.norm())
+    sq = sum(v**2 for v in a.norms_by_prefix(depth=1).values())
+    assert sq == pytest.approx(a.norm() ** 2)
+
+
+def test_task_vector_round_trips_state_dict_and_tied_weights():
+    base, tuned = _pair()
+    tv = TaskVector(TaskVector.from_models(base.state_dict(), tuned.state_dict()).state_dict())
+    sd = tv.apply_to(base.state_dict())
+    assert all(torch.allclose(sd[k].float(), tuned.state_dict()[k].float()) for k in sd)
+    # a tied weight (one tensor under two names) is set once, not added twice
+    emb = torch.nn.Embedding(5, 3)
+    tied = torch.nn.ModuleDict({"a": emb, "b": torch.nn.Linear(3, 5, bias=False)})
+    tied["b"].weight = emb.weight
+    moved = copy.deepcopy(tied)
+    with torch.no_grad():
+        moved["a"].weight.add_(1.0)
+    out = TaskVector.from_models(tied, moved).apply_to(tied)
+    assert torch.allclose(out["a"].weight, tied["a"].weight + 1.0)
+
+
+def test_conventions():
+    assert combine_coefficients(0.5, 4, "sum") == [0.5] * 4
+    assert combine_coefficients(0.5, 4, "mean") == [0.125] * 4
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def test_fairness_report_hand_computed():
+    # group a: y = [1,1,0,0], pred = [1,0,0,0]: sel .25, tpr .5, fpr 0
+    # group b: y = [1,1,0,0], pred = [1,1,1,0]: sel .75, tpr 1, fpr .5
+    y = np.array([1, 1, 0, 0, 1, 1, 0, 0])
+    p = np.array([1, 0, 0, 0, 1, 1, 1, 0])
+    g = np.array(["a"] * 4 + ["b"] * 4)
+    rep = fairness_report(y, p, g)
+    assert rep["dpd"] == pytest.approx(0.5)
+    assert rep["tpr_gap"] == pytest.approx(0.5) and rep["fpr_gap"] == pytest.approx(0.5)
+    assert rep["eod"] == pytest.approx(0.5)
+    assert rep["accuracy"] == pytest.approx(6 / 8)
+    assert rep["dpd_worst"] == pytest.approx(0.5)
+    assert rep["groups"]["b"]["fpr"] == pytest.approx(0.5)
+
+
+def test_fairness_report_perfect_and_missing_class_and_bootstrap():
+    y = np.array([1, 0] * 20)
+    g = np.repeat([0, 1], 20)
+    rep = fairness_report(y, y, g, n_bootstrap=200)
+    assert rep["dpd"] == 0.0 and rep["eod"] == 0.0 and rep["accuracy"] == 1.0
+    lo, hi = rep["ci95"]["accuracy"]
+    assert lo == hi == 1.0
+    # group 2 has no positives: its TPR is undefined, left out of the gap and reported
+    y3 = np.array([1, 0, 1, 0, 0, 0])
+    p3 = np.array([1, 0, 0, 0, 1, 0])
+    rep = fairness_report(y3, p3, np.array([0, 0, 1, 1, 2, 2]))
+    assert rep["tpr_undefined"] == ["2"]
+    assert rep["tpr_gap"] == pytest.approx(1.0)
+    assert np.isfinite(rep["eod"])
+
+
+def test_fairness_report_matches_fairlearn():
+    fm = pytest.importorskip("fairlearn.metrics")
+    rng = np.random.default_rng(0)
+    y, p, g = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.integers(0, 3, 300)
+    rep = fairness_report(y, p, g)
+    assert rep["dpd"] == pytest.approx(fm.demographic_parity_difference(y, p, sensitive_features=g))
+    assert rep["eod"] == pytest.approx(fm.equalized_odds_difference(y, p, sensitive_features=g))
+
+
+def test_fairness_bound():
+    norms = [1.0, 2.0, 0.5]
+    assert fairness_bound([1, 1, 1], norms, L=1, B0=1, B1=1)["U"] == 0.0
+    prev = -1.0
+    for d in (0.0, 0.1, 0.3, 1.0):
+        b = fairness_bound([1 + d, 1 - d, 1], norms, L=0.5, B0=1, B1=2, eod_bar=0.1)
+        assert b["U"] == pytest.approx(2 * 0.5 * d * 3.0)
+        assert b["U"] >= prev and b["eod_bound"] >= 0.1
+        prev = b["U"]
+
+
+def test_select_lambda_respects_guard():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        sweep = [
+            {"lam": lam, "val": {"accuracy": a, "dpd": d, "eod": e}}
+            for lam, a, d, e in zip(np.linspace(0, 1, 11), *rng.random((3, 11)))
+        ]
+        ref = float(rng.uniform(0.2, 0.9))
+        lam = select_lambda(sweep, "fair_guarded", reference_accuracy=ref)
+        row = next(r for r in sweep if r["lam"] == lam)
+        if any(r["val"]["accuracy"] >= ref - 0.02 for r in sweep):
+            assert row["val"]["accuracy"] >= ref - 0.02
+        assert (
+            select_lambda(sweep, "acc")
+            == sweep[int(np.argmax([r["val"]["accuracy"] for r in sweep]))]["lam"]
+        )
+        select_lambda(sweep, "code_rule")
+
+
+# ------------------------------------------------------------------ data
+
+
+def test_identity_toxicity_matches_spec():
+    d = identity_toxicity(n_train=20000, n_val=400, n_test=1200, seed=3)
+    shares = np.bincount(d.train.group) / len(d.train.group)
+    assert np.allclose(shares, [0.55, 0.25, 0.12, 0.08], atol=0.02)
+    rates = [d.test.y[d.test.group == g].mean() for g in range(4)]
+    assert np.allclose(rates, [0.25, 0.35, 0.45, 0.55], atol=0.05)
+    # annotator bias: in groups 3/4, ~20% of benign comments (after 3% noise) read toxic
+    for g, want in (
+        (0, 0.03),
+        (1, 0.03),
+        (2, 0.2 * 0.97 + 0.8 * 0.03),
+        (3, 0.2 * 0.97 + 0.03 * 0.8),
+    ):
+        benign = (d.train.group == g) & (d.train.y_true == 0)
+        assert d.train.y[benign].mean() == pytest.approx(want, abs=0.02)
+    assert np.array_equal(d.val.y, d.val.y_true) and np.array_equal(d.test.y, d.test.y_true)
+    assert all(sum(name in t for name in d.group_names) == 1 for t in d.test.text[:200])
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from iclr26.models.tinylm import pretrain_tiny_lm
+
+    causal = pretrain_tiny_lm("test", steps=2, seq_len=32, batch=2, max_files=40)
+    base, tok = sequence_classifier(causal, seed=0)
+    d = identity_toxicity(n_train=200, n_val=60, n_test=60, groups=2, seed=0)
+    return base, tok, d
+
+
+def test_end_to_end_two_groups(tiny):
+    base, tok, d = tiny
+    enc = encode(tok, d.train.text)
+    train = dict(epochs=1, lr=3e-4, batch_size=32, seed=0)
+    vecs = subgroup_task_vectors(base, enc, d.train.y, d.train.group, **train)
+    assert len(vecs) == 2
+    test = (encode(tok, d.test.text), d.test.y, d.test.group)
+    sweep = lambda_sweep(base, vecs, {"test": test}, grid=[0.0, 0.5])
+    base_pred = (predict_proba(base, test[0]) >= 0.5).astype(int)
+    assert sweep[0]["test"]["accuracy"] == pytest.approx((base_pred == d.test.y).mean())
+    fft = finetune_full(base, enc, d.train.y, **train)
+    same = inject_subgroup(fft, vecs["0"], 0.0)
+    assert np.allclose(predict_proba(same, test[0]), predict_proba(fft, test[0]), atol=1e-6)
+
+
+def test_claims_smoke(tmp_path):
+    for name in ("tuned-ta-vs-fft-lora", "lambda-frontier", "subgroup-injection"):
+        record = run_claim("task_arithmetic_fairness", name, "smoke", out_dir=tmp_path)
+        assert record["verdict"] != "error", record["traceback"]
+        assert not contract_problems(record), name
+        assert record["metrics"]
