@@ -21,6 +21,10 @@ from iclr26.claims import Scale
 PLUGINS: dict[str, tuple[str, str]] = {
     "detect": ("iclr26.timeseries.paano.cli", "score a time series (CSV) for anomalies"),
     "curate": ("iclr26.llm.gneissweb.cli", "curate a text corpus with the GneissWeb recipe"),
+    "compress": (
+        "iclr26.llm.lrs_compression.cli",
+        "compress a causal LM with CAP (low-rank + sparse)",
+    ),
     "kvcache": (
         "iclr26.llm.mixkv.cli",
         "KV-cache compression: NLL gap per method and budget (MixKV)",

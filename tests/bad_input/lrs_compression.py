@@ -1,0 +1,462 @@
+"""Bad-input cases for the CAP room (read by tests/framework/test_bad_input.py)."""
+
+import numpy as np
+import torch
+
+from iclr26.llm.lrs_compression import (
+    CAPCompressor,
+    LowRankSparseLinear,
+    ProbabilisticAllocator,
+    RPCACandidates,
+    activation_norms,
+    allocation_summary,
+    count_parameters,
+    finalize,
+    linear_flops_per_token,
+    load_compressed,
+    magnitude_prune,
+    project_budget,
+    rpca,
+    save_compressed,
+    score_function_gradient,
+    shrink,
+    singular_value_threshold,
+    svd_uniform,
+    uniform_allocation,
+    uniform_lrs,
+    wanda_prune,
+)
+
+NAN, INF = float("nan"), float("inf")
+W = torch.randn(6, 5, generator=torch.Generator().manual_seed(0))
+W_NAN = W.clone()
+W_NAN[1, 2] = NAN
+W_INF = W.clone()
+W_INF[0, 0] = INF
+
+
+def _pool():
+    return RPCACandidates.from_matrix(W)
+
+
+def _model():
+    from transformers import LlamaForCausalLM
+
+    from iclr26.models.tinylm import tiny_llama_config
+
+    torch.manual_seed(0)
+    cfg = tiny_llama_config(
+        "test", num_hidden_layers=1, vocab_size=64, hidden_size=16, intermediate_size=24, head_dim=4
+    )
+    return LlamaForCausalLM(cfg).eval()
+
+
+def _calib(n=2, length=8, high=64):
+    return torch.randint(0, high, (n, length), generator=torch.Generator().manual_seed(0))
+
+
+def _untouched_after(call):
+    """Run a failing call on a model and re-raise only if the model came out unchanged."""
+    model = _model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    try:
+        call(model)
+    except (ValueError, TypeError) as exc:
+        after = model.state_dict()
+        if set(after) != set(before) or any(not torch.equal(before[k], after[k]) for k in before):
+            raise AssertionError("the model was modified by a failing call") from exc
+        raise
+
+
+def _cap_fit_budget(budget):
+    return lambda: _untouched_after(
+        lambda m: CAPCompressor(steps=1).fit(m, _calib(), budget=budget)
+    )
+
+
+def _cost():
+    return np.ones(4)
+
+
+CASES = [
+    # rpca
+    ("rpca", "nan", lambda: rpca(W_NAN), ValueError, "W"),
+    ("rpca", "inf", lambda: rpca(W_INF), ValueError, "W"),
+    ("rpca", "empty", lambda: rpca(torch.zeros(0, 3)), ValueError, "W"),
+    ("rpca", "shape", lambda: rpca(torch.randn(3)), ValueError, "W"),
+    ("rpca", "dtype", lambda: rpca(torch.ones(3, 3, dtype=torch.long)), TypeError, "W"),
+    ("rpca", "range", lambda: rpca(W, lam=-1.0), ValueError, "lam"),
+    ("rpca", "range", lambda: rpca(W, rho=1.0), ValueError, "rho"),
+    ("rpca", "range", lambda: rpca(W, tol=NAN), ValueError, "tol"),
+    ("rpca", "range", lambda: rpca(W, max_iter=0), ValueError, "max_iter"),
+    ("rpca", "other", lambda: rpca(W, svd="qr"), ValueError, "svd"),
+    ("shrink", "nan", lambda: shrink(W_NAN, 0.1), ValueError, "x"),
+    ("shrink", "range", lambda: shrink(W, -0.1), ValueError, "tau"),
+    (
+        "singular_value_threshold",
+        "shape",
+        lambda: singular_value_threshold(torch.ones(3), 0.1),
+        ValueError,
+        "x",
+    ),
+    (
+        "singular_value_threshold",
+        "inf",
+        lambda: singular_value_threshold(W_INF, 0.1),
+        ValueError,
+        "x",
+    ),
+    (
+        "singular_value_threshold",
+        "range",
+        lambda: singular_value_threshold(W, 0.1, rank_hint=0),
+        ValueError,
+        "rank_hint",
+    ),
+    # pools, projection, estimator, finalisation
+    ("RPCACandidates", "nan", lambda: RPCACandidates.from_matrix(W_NAN), ValueError, "W"),
+    (
+        "RPCACandidates",
+        "range",
+        lambda: RPCACandidates.from_matrix(W, cost_sparse=0),
+        ValueError,
+        "cost_sparse",
+    ),
+    ("project_budget", "nan", lambda: project_budget([0.1, NAN], [1, 1], 1.0), ValueError, "z"),
+    (
+        "project_budget",
+        "shape",
+        lambda: project_budget([0.1, 0.2], [1, 1, 1], 1.0),
+        ValueError,
+        "cost",
+    ),
+    (
+        "project_budget",
+        "range",
+        lambda: project_budget([0.1, 0.2], [1, 0], 1.0),
+        ValueError,
+        "cost",
+    ),
+    (
+        "project_budget",
+        "range",
+        lambda: project_budget([0.1, 0.2], [1, 1], -1.0),
+        ValueError,
+        "budget",
+    ),
+    ("project_budget", "empty", lambda: project_budget([], [], 1.0), ValueError, "z"),
+    (
+        "score_function_gradient",
+        "range",
+        lambda: score_function_gradient([1.0], [[1, 0]], [0.5, 1.5]),
+        ValueError,
+        "probabilities",
+    ),
+    (
+        "score_function_gradient",
+        "shape",
+        lambda: score_function_gradient([1.0], [[1, 0, 1]], [0.5, 0.5]),
+        ValueError,
+        "masks",
+    ),
+    (
+        "score_function_gradient",
+        "shape",
+        lambda: score_function_gradient([1.0, 2.0], [[1, 0]], [0.5, 0.5]),
+        ValueError,
+        "loss",
+    ),
+    (
+        "score_function_gradient",
+        "nan",
+        lambda: score_function_gradient([NAN], [[1, 0]], [0.5, 0.5]),
+        ValueError,
+        "loss",
+    ),
+    (
+        "finalize",
+        "range",
+        lambda: finalize([_pool()], np.full(_pool().n_candidates, 0.5), 0.0),
+        ValueError,
+        "budget",
+    ),
+    (
+        "finalize",
+        "range",
+        lambda: finalize([_pool()], np.full(_pool().n_candidates, 0.5), 1e6),
+        ValueError,
+        "budget",
+    ),
+    (
+        "finalize",
+        "shape",
+        lambda: finalize([_pool()], np.full(3, 0.5), 5.0),
+        ValueError,
+        "probabilities",
+    ),
+    ("finalize", "type", lambda: finalize([W], np.full(3, 0.5), 5.0), TypeError, "pools"),
+    ("finalize", "empty", lambda: finalize([], np.full(3, 0.5), 5.0), ValueError, "pools"),
+    (
+        "uniform_allocation",
+        "range",
+        lambda: uniform_allocation([_pool()], 1.5),
+        ValueError,
+        "keep_fraction",
+    ),
+    (
+        "uniform_allocation",
+        "range",
+        lambda: uniform_allocation([_pool()], 0.0),
+        ValueError,
+        "keep_fraction",
+    ),
+    (
+        "uniform_allocation",
+        "other",
+        lambda: uniform_allocation([_pool()], 0.5, score="random"),
+        ValueError,
+        "score",
+    ),
+    ("ProbabilisticAllocator", "range", lambda: ProbabilisticAllocator(lr=0.0), ValueError, "lr"),
+    (
+        "ProbabilisticAllocator",
+        "range",
+        lambda: ProbabilisticAllocator(beta=1.0),
+        ValueError,
+        "beta",
+    ),
+    (
+        "ProbabilisticAllocator",
+        "range",
+        lambda: ProbabilisticAllocator(steps=-1),
+        ValueError,
+        "steps",
+    ),
+    (
+        "ProbabilisticAllocator",
+        "other",
+        lambda: ProbabilisticAllocator(init="zeros"),
+        ValueError,
+        "init",
+    ),
+    (
+        "ProbabilisticAllocator",
+        "range",
+        lambda: ProbabilisticAllocator(steps=1).fit([_pool()], 1e6, lambda m: 0.0),
+        ValueError,
+        "budget",
+    ),
+    (
+        "ProbabilisticAllocator",
+        "type",
+        lambda: ProbabilisticAllocator(steps=1).fit([_pool()], 5.0, None),
+        TypeError,
+        "loss_fn",
+    ),
+    # layer
+    (
+        "LowRankSparseLinear",
+        "shape",
+        lambda: LowRankSparseLinear(5, 6, torch.ones(5, 2), torch.ones(5, 2)),
+        ValueError,
+        "U",
+    ),
+    (
+        "LowRankSparseLinear",
+        "shape",
+        lambda: LowRankSparseLinear(5, 6, torch.ones(6, 2), torch.ones(5, 3)),
+        ValueError,
+        "rank",
+    ),
+    (
+        "LowRankSparseLinear",
+        "nan",
+        lambda: LowRankSparseLinear(5, 6, torch.full((6, 1), NAN), torch.ones(5, 1)),
+        ValueError,
+        "U",
+    ),
+    (
+        "LowRankSparseLinear",
+        "range",
+        lambda: LowRankSparseLinear(
+            5,
+            6,
+            sparse_rows=torch.tensor([6]),
+            sparse_cols=torch.tensor([0]),
+            sparse_values=torch.ones(1),
+        ),
+        ValueError,
+        "sparse_rows",
+    ),
+    (
+        "LowRankSparseLinear",
+        "shape",
+        lambda: LowRankSparseLinear(
+            5,
+            6,
+            sparse_rows=torch.tensor([1, 2]),
+            sparse_cols=torch.tensor([0]),
+            sparse_values=torch.ones(1),
+        ),
+        ValueError,
+        "same length",
+    ),
+    ("LowRankSparseLinear", "range", lambda: LowRankSparseLinear(0, 6), ValueError, "in_features"),
+    # compressor: budget above the dense size or <= 0, the model left unchanged
+    ("CAPCompressor", "range", _cap_fit_budget(10**9), ValueError, "budget"),
+    ("CAPCompressor", "range", _cap_fit_budget(0), ValueError, "budget"),
+    ("CAPCompressor", "range", _cap_fit_budget(-5), ValueError, "budget"),
+    ("CAPCompressor", "nan", _cap_fit_budget(NAN), ValueError, "budget"),
+    ("CAPCompressor", "range", lambda: CAPCompressor(ratio=1.0), ValueError, "ratio"),
+    ("CAPCompressor", "range", lambda: CAPCompressor(ratio=-0.1), ValueError, "ratio"),
+    ("CAPCompressor", "range", lambda: CAPCompressor(lr=NAN), ValueError, "lr"),
+    ("CAPCompressor", "other", lambda: CAPCompressor(objective="mse"), ValueError, "objective"),
+    (
+        "CAPCompressor",
+        "other",
+        lambda: CAPCompressor(target_modules=("lm_head",)),
+        ValueError,
+        "target_modules",
+    ),
+    ("CAPCompressor", "type", lambda: CAPCompressor(model=42), TypeError, "model"),
+    (
+        "CAPCompressor",
+        "range",
+        lambda: _untouched_after(lambda m: CAPCompressor(steps=1).fit(m, _calib(high=1000))),
+        ValueError,
+        "calib_input_ids",
+    ),
+    (
+        "CAPCompressor",
+        "dtype",
+        lambda: _untouched_after(lambda m: CAPCompressor(steps=1).fit(m, _calib().float())),
+        TypeError,
+        "calib_input_ids",
+    ),
+    (
+        "CAPCompressor",
+        "shape",
+        lambda: _untouched_after(lambda m: CAPCompressor(steps=1).fit(m, _calib()[0])),
+        ValueError,
+        "calib_input_ids",
+    ),
+    (
+        "CAPCompressor",
+        "empty",
+        lambda: _untouched_after(
+            lambda m: CAPCompressor(steps=1).fit(m, torch.zeros(0, 8, dtype=torch.long))
+        ),
+        ValueError,
+        "calib_input_ids",
+    ),
+    (
+        "CAPCompressor",
+        "other",
+        lambda: _untouched_after(
+            lambda m: CAPCompressor(steps=1, target_modules=("nope",)).fit(m, _calib())
+        ),
+        ValueError,
+        "target_modules",
+    ),
+    (
+        "CAPCompressor",
+        "other",
+        lambda: CAPCompressor().transform(_model()),
+        RuntimeError,
+        "not fitted",
+    ),
+    # baselines
+    (
+        "wanda_prune",
+        "range",
+        lambda: _untouched_after(lambda m: wanda_prune(m, _calib(), 1.0)),
+        ValueError,
+        "sparsity",
+    ),
+    (
+        "wanda_prune",
+        "nan",
+        lambda: _untouched_after(lambda m: wanda_prune(m, _calib(), NAN)),
+        ValueError,
+        "sparsity",
+    ),
+    (
+        "wanda_prune",
+        "range",
+        lambda: _untouched_after(lambda m: wanda_prune(m, _calib(high=1000), 0.5)),
+        ValueError,
+        "calib_input_ids",
+    ),
+    (
+        "magnitude_prune",
+        "range",
+        lambda: _untouched_after(lambda m: magnitude_prune(m, -0.5)),
+        ValueError,
+        "sparsity",
+    ),
+    ("magnitude_prune", "type", lambda: magnitude_prune("", 0.5), ValueError, "model"),
+    (
+        "svd_uniform",
+        "range",
+        lambda: _untouched_after(lambda m: svd_uniform(m, 1.0)),
+        ValueError,
+        "ratio",
+    ),
+    (
+        "uniform_lrs",
+        "range",
+        lambda: _untouched_after(lambda m: uniform_lrs(m, INF)),
+        ValueError,
+        "ratio",
+    ),
+    (
+        "uniform_lrs",
+        "type",
+        lambda: _untouched_after(lambda m: uniform_lrs(m, 0.5, compressor="cap")),
+        TypeError,
+        "compressor",
+    ),
+    (
+        "activation_norms",
+        "shape",
+        lambda: activation_norms(_model(), _calib()[0]),
+        ValueError,
+        "calib_input_ids",
+    ),
+    ("activation_norms", "type", lambda: activation_norms(None, _calib()), TypeError, "model"),
+    # records and files
+    ("allocation_summary", "empty", lambda: allocation_summary([]), ValueError, "allocation"),
+    (
+        "allocation_summary",
+        "other",
+        lambda: allocation_summary([{"layer": 0}]),
+        ValueError,
+        "allocation",
+    ),
+    ("count_parameters", "type", lambda: count_parameters(W), TypeError, "model"),
+    (
+        "count_parameters",
+        "other",
+        lambda: count_parameters(_model(), ("nope",)),
+        ValueError,
+        "target_modules",
+    ),
+    ("linear_flops_per_token", "type", lambda: linear_flops_per_token([1, 2]), TypeError, "model"),
+    (
+        "save_compressed",
+        "type",
+        lambda: save_compressed(torch.nn.Linear(2, 2), "x"),
+        TypeError,
+        "model",
+    ),
+    ("save_compressed", "type", lambda: save_compressed(_model(), None), TypeError, "folder"),
+    ("load_compressed", "type", lambda: load_compressed(3), TypeError, "folder"),
+    (
+        "load_compressed",
+        "other",
+        lambda: load_compressed("no-such-folder-here"),
+        FileNotFoundError,
+        "folder",
+    ),
+]
+EXEMPT = {}
