@@ -25,6 +25,10 @@ PLUGINS: dict[str, tuple[str, str]] = {
         "iclr26.llm.lrs_compression.cli",
         "compress a causal LM with CAP (low-rank + sparse)",
     ),
+    "quantize": (
+        "iclr26.llm.qat_reasoning.cli",
+        "quantize a causal LM to 2/3/4/8-bit weights (RTN, GPTQ, QAT stage 1)",
+    ),
     "kvcache": (
         "iclr26.llm.mixkv.cli",
         "KV-cache compression: NLL gap per method and budget (MixKV)",
