@@ -332,6 +332,8 @@ def finetune_lm(
                 ids[r, : len(seq)] = seq
                 attn[r, : len(seq)] = 1
                 labels[r, : len(seq)] = torch.where(torch.tensor(masks[i]), seq, -100)
+            device = next(model.parameters()).device  # batches follow the model (CPU or GPU)
+            ids, attn, labels = ids.to(device), attn.to(device), labels.to(device)
             loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
             opt.zero_grad(set_to_none=True)
             loss.backward()
