@@ -70,7 +70,13 @@ def _experiment(ctx: Context, seed: int) -> dict:
     measured tables (not the models) are kept in a JSON file under ``out_dir`` and the later
     claims of the same run read them instead of training again."""
     s = _settings(ctx)
-    tag = hashlib.sha256(json.dumps([s, ctx.device], sort_keys=True).encode()).hexdigest()[:12]
+    # keyed by the settings, the device and the room's source code, so a table is only reused
+    # by a rerun of the same code (one-thread CPU training is deterministic)
+    source = hashlib.sha256()
+    for file in sorted(Path(__file__).parent.glob("*.py")):
+        source.update(file.read_bytes())
+    key = json.dumps([s, ctx.device, source.hexdigest()], sort_keys=True)
+    tag = hashlib.sha256(key.encode()).hexdigest()[:12]
     path = Path(ctx.out_dir) / "cache" / f"{PAPER}-{ctx.scale.value}-{ctx.seed + seed}-{tag}.json"
     if path.exists():
         return json.loads(path.read_text())
