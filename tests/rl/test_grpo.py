@@ -278,6 +278,63 @@ def test_hf_generator_and_one_trainer_step_on_the_tiny_lm(tiny_lm):
     assert stats["rollout_tokens"] <= 2 * 2 * 4
 
 
+def test_trl_adapter_trains_only_the_selected_rows(tiny_lm, tmp_path):
+    """With TRL installed, the adapter's subclass of ``trl.GRPOTrainer`` runs one real step and
+    the loss sees exactly the rows the selector picked, with their own advantages."""
+    pytest.importorskip("trl")
+    import copy
+
+    from datasets import Dataset
+    from trl import GRPOConfig as TRLConfig
+    from trl import GRPOTrainer as TRLTrainer
+
+    from iclr26.rl.grpo import trl_trainer_with_selector
+
+    seen = {}
+
+    class Spy(TRLTrainer):
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            seen["advantages"] = out["advantages"].detach().clone()
+            return out
+
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            seen.setdefault("loss_advantages", []).append(inputs["advantages"].detach().clone())
+            return super().compute_loss(model, inputs, *args, **kwargs)
+
+    def last_two(token_adv, mask, generator):
+        assert token_adv.shape == mask.shape and token_adv.shape[0] == 4
+        return torch.tensor([3, 3, 1]), {"selected": 3}
+
+    model, tok = tiny_lm
+    model = copy.deepcopy(model)
+    cfg = TRLConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=4,
+        max_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = trl_trainer_with_selector(last_two, base=Spy)(
+        model=model,
+        reward_funcs=lambda completions, **kw: [float(len(c)) for c in completions],
+        args=cfg,
+        train_dataset=Dataset.from_dict({"prompt": ["def f", "import os", "x = 1", "class A"]}),
+        processing_class=tok,
+    )
+    before = [p.detach().clone() for p in model.parameters()]
+    trainer.train()
+    assert trainer._selector_info == {"selected": 3}
+    (used,) = seen["loss_advantages"]
+    # TRL shuffles the generated batch before the loss, so compare the rows as a multiset
+    torch.testing.assert_close(used.sort().values, seen["advantages"][[3, 3, 1]].sort().values)
+    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+
+
 # ---------------------------------------------------------------- bad input
 
 BAD = [

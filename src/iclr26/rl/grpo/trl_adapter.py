@@ -30,8 +30,8 @@ def trl_trainer_with_selector(batch_selector: Callable, base: type | None = None
     """A subclass of ``trl.GRPOTrainer`` (or of ``base``) whose training batches are the rows
     ``batch_selector(token_advantages, completion_mask, generator)`` returns.
 
-    Not exercised in this package's tests (``trl`` is not a dependency); it relies only on the
-    ``advantages`` and ``completion_mask`` entries TRL's trainer produces."""
+    It relies only on the ``advantages`` and ``completion_mask`` entries TRL's trainer produces;
+    the tests run one real step of TRL's trainer through it (``trl`` is in the ``trl`` extra)."""
     if not callable(batch_selector):
         raise TypeError(f"batch_selector must be callable, got {type(batch_selector).__name__}")
     if base is None:
