@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from iclr26.claims import Context, Result, Verdict, claim
+from iclr26.claims import Context, Result, Verdict, claim, mark_threshold
 from iclr26.llm.task_arithmetic_fairness.data import identity_toxicity
 from iclr26.llm.task_arithmetic_fairness.editing import (
     evaluate,
@@ -303,7 +303,7 @@ def subgroup_injection(ctx: Context) -> Result:
     for g in ex["tau_norms"]:
         sub = [r for r in rows if r["group"] == g]
         ax.plot([r["lam"] for r in sub], [r["d_eod_worst"] for r in sub], "o-", label=g)
-    ax.axhline(-0.02, color="black", linestyle="--", label="help threshold")
+    mark_threshold(ax, -0.02, "help threshold")
     ax.set_xlabel("λ injected into FFT")
     ax.set_ylabel("Δ worst-group EOD vs FFT")
     ax.legend(fontsize=7)

@@ -13,7 +13,7 @@ import torch  # noqa: E402
 from sklearn.metrics import matthews_corrcoef  # noqa: E402
 from torch import nn  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, mark_threshold  # noqa: E402
 from iclr26.data import load, train_test_indices  # noqa: E402
 
 from . import ops  # noqa: E402
@@ -299,7 +299,7 @@ def digamma_log_radius(ctx: Context) -> Result:
             color="tab:green",
             label=f"1/sqrt(N), {layer}",
         )
-    ax.axhline(0.05, color="k", lw=0.8, ls="--")
+    mark_threshold(ax, 0.05, "pass threshold (0.05)")
     ax.set(xlabel="blocks N", ylabel="|E log|y_s| - E log|x_s||", yscale="log")
     ax.legend(fontsize=6)
     path = ctx.save_figure(fig, SLUG, "digamma-log-radius")

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, mark_threshold  # noqa: E402
 from iclr26.nn.learned_nonlinearities.procedure import (  # noqa: E402
     compatibility_matrix,
     discover_nonlinearities,
@@ -135,7 +135,7 @@ def addition_speed(ctx: Context) -> Result:
                 alpha=0.7,
                 label=name if h is runs[name][0] else None,
             )
-    axes[0].axhline(0.9, color="k", ls=":", lw=0.8)
+    mark_threshold(axes[0], 0.9, "accuracy to reach (0.9)")
     axes[0].set(xlabel="stage II step", ylabel="exact-match accuracy", title="3-digit addition")
     axes[0].legend()
     _plot_splines(axes[1], theta)

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from iclr26.claims import Context, Result, Verdict, claim  # noqa: E402
+from iclr26.claims import Context, Result, Verdict, claim, mark_threshold  # noqa: E402
 from iclr26.data import train_test_indices  # noqa: E402
 
 from .baselines import MLP, PlainCNN  # noqa: E402
@@ -180,7 +180,7 @@ def _front_figure(ctx: Context, name: str, rows, target: float, ylabel: str) -> 
     for family, marker in (("mlp", "o"), ("lmkan", "s")):
         pts = sorted((r["flops"], r["mse"]) for r in rows if r["family"] == family)
         ax.plot(*zip(*pts), marker=marker, label=family)
-    ax.axhline(target, color="gray", ls="--", label=f"target (MLP width {REFERENCE_WIDTH})")
+    mark_threshold(ax, target, f"target (MLP width {REFERENCE_WIDTH})")
     ax.set(xscale="log", yscale="log", xlabel="inference FLOPs / sample", ylabel=ylabel)
     ax.legend()
     path = ctx.save_figure(fig, SLUG, name)
@@ -511,7 +511,7 @@ def cnn_flops(ctx: Context) -> Result:
         )
         fl, err, std = zip(*pts)
         ax.errorbar(fl, err, yerr=std, marker=marker, capsize=3, label=label)
-    ax.axhline(target, color="gray", ls="--", label=f"target (plain CNN width {reference})")
+    mark_threshold(ax, target, f"target (plain CNN width {reference})")
     ax.set(
         xscale="log",
         xlabel="inference FLOPs / image",

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, mark_threshold  # noqa: E402
 from iclr26.nn.nrgpt import listops  # noqa: E402
 from iclr26.nn.nrgpt.data import char_corpus, random_windows  # noqa: E402
 from iclr26.nn.nrgpt.model import GPT, NRGPT, GPTRecParallel, NRGPTConfig, n_params  # noqa: E402
@@ -167,7 +167,7 @@ def listops_parity(ctx: Context) -> Result:
         capsize=3,
     )
     ax.axhline(100 * majority, color="k", ls=":", lw=0.8, label="majority answer")
-    ax.axhline(100 * floor, color="tab:red", ls="--", lw=0.8, label="learned floor")
+    mark_threshold(ax, 100 * floor, "learned floor", color="tab:red")
     ax.set(ylabel="answer accuracy (%)", title=f"ListOps depth {depth}, {steps} steps")
     ax.legend(fontsize=7)
     path = ctx.save_figure(fig, SLUG, "listops-parity")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iclr26.claims import Context, Result, claim
+from iclr26.claims import Context, Result, claim, mark_threshold
 from iclr26.optim.fzoo.batched import make_closure
 from iclr26.optim.fzoo.optimizers import FZOO, MeZO, flat_update_direction
 
@@ -390,7 +390,7 @@ def minilm_peft(ctx: Context) -> Result:
     for m, r, c in (("FZOO", fz, "C0"), ("MeZO", mz, "C1")):
         xs, ys = zip(*r["curve"])
         ax.plot(xs, ys, color=c, marker="o", ms=3, label=f"{m} lr={best[m.lower()]}")
-    ax.axhline(target, color="k", lw=0.8, ls=":", label="MeZO final loss")
+    mark_threshold(ax, target, "MeZO final loss (target)")
     ax.set(xlabel="forward passes", ylabel="train loss", title="MiniLM top, docstring topics")
     ax.legend(fontsize=8)
     path = ctx.save_figure(fig, SLUG, "minilm-peft")

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, mark_threshold  # noqa: E402
 
 from .inference import confidence_intervals, coverage  # noqa: E402
 from .mdp import (  # noqa: E402
@@ -248,7 +248,9 @@ def tail_average_bootstrap_coverage(ctx: Context) -> Result:
     fig, ax = plt.subplots(figsize=(7, 4))
     labels = list(results)
     ax.bar(range(len(labels)), [results[k]["coverage"] for k in labels], color="tab:blue")
-    ax.axhline(0.95, color="k", ls="--", lw=1)
+    ax.axhline(0.95, color="k", ls=":", lw=1, label="nominal 95%")
+    mark_threshold(ax, 0.88, "pass band [0.88, 0.99]")
+    mark_threshold(ax, 0.99, "_nolegend_")
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel("coverage of 95% CI")

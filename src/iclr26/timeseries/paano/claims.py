@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, mark_threshold  # noqa: E402
 from iclr26.metrics.tsad import find_period, get_metrics  # noqa: E402
 from iclr26.timeseries.paano.benchmark import (  # noqa: E402
     DETECTORS,
@@ -274,7 +274,7 @@ def lightweight(ctx: Context) -> Result:
     x = np.arange(len(names))
     ax.bar(x - 0.2, [r["fit_cpu_s"] for r in rows], 0.4, label="fit (CPU s)")
     ax.bar(x + 0.2, [r["score_cpu_s"] for r in rows], 0.4, label="score (CPU s)")
-    ax.axhline(600 / per10k, color="C3", ls="--", lw=0.8, label="600 s budget")
+    mark_threshold(ax, 600 / per10k, "600 s budget", color="C3")
     ax.set_yscale("log")
     ax.set_xticks(x, names)
     ax.set_ylabel(f"CPU seconds, one thread ({length} points)")
