@@ -1,0 +1,194 @@
+"""Bad input for the ∂lift room."""
+
+import networkx as nx
+import numpy as np
+import torch
+
+from iclr26.nn.difflift import (
+    AcceptanceHead,
+    CellLifter,
+    CWNLite,
+    DiffLift,
+    DiffLiftClassifier,
+    GINEmbedder,
+    GINNet,
+    HypergraphLifter,
+    StaticLiftNet,
+    UniGCNLite,
+    accuracy,
+    collate,
+    from_networkx,
+    gumbel_size_mask,
+    lift_static,
+    make_clique_vote,
+    make_ring_parity,
+    rwse,
+    train_graph_classifier,
+)
+from iclr26.nn.difflift.graphs import make_graph
+
+NAN = float("nan")
+
+
+def _nx(x=None, loops=False):
+    g = nx.path_graph(3)
+    for v in g.nodes:
+        g.nodes[v]["x"] = [0.0, 1.0] if x is None else x
+    if loops:
+        g.add_edge(1, 1)
+    return g
+
+
+def _batch():
+    return collate([make_graph(np.ones((3, 2)), [[0, 1], [1, 2]], 0)])
+
+
+CASES = [
+    ("from_networkx", "nan", lambda: from_networkx(_nx([NAN, 1.0])), ValueError, "graph"),
+    ("from_networkx", "inf", lambda: from_networkx(_nx([np.inf, 1.0])), ValueError, "graph"),
+    ("from_networkx", "empty", lambda: from_networkx(nx.Graph()), ValueError, "graph"),
+    ("from_networkx", "other", lambda: from_networkx(_nx(loops=True)), ValueError, "self-loop"),
+    ("from_networkx", "type", lambda: from_networkx(nx.DiGraph([(0, 1)])), TypeError, "graph"),
+    ("collate", "empty", lambda: collate([]), ValueError, "graphs"),
+    ("collate", "type", lambda: collate([np.ones(3)]), TypeError, "graphs"),
+    (
+        "collate",
+        "shape",
+        lambda: collate(
+            [make_graph(np.ones((2, 2)), [[0, 1]]), make_graph(np.ones((2, 3)), [[0, 1]])]
+        ),
+        ValueError,
+        "graphs",
+    ),
+    ("rwse", "range", lambda: rwse(np.zeros((0, 2), dtype=int), 2, steps=-1), ValueError, "steps"),
+    ("make_ring_parity", "range", lambda: make_ring_parity(0), ValueError, "n_graphs"),
+    ("make_ring_parity", "range", lambda: make_ring_parity(2, feat_dim=0), ValueError, "feat_dim"),
+    ("make_clique_vote", "range", lambda: make_clique_vote(2, p=1.5), ValueError, "p"),
+    ("make_clique_vote", "range", lambda: make_clique_vote(2, noise=NAN), ValueError, "noise"),
+    ("lift_static", "range", lambda: lift_static(_batch(), "star"), ValueError, "kind"),
+    (
+        "lift_static",
+        "range",
+        lambda: lift_static(_batch(), "cycle", max_cycle_len=2),
+        ValueError,
+        "max_cycle_len",
+    ),
+    ("lift_static", "type", lambda: lift_static([1, 2], "cycle"), TypeError, "batch"),
+    (
+        "gumbel_size_mask",
+        "range",
+        lambda: gumbel_size_mask(torch.zeros(2, 3), 0),
+        ValueError,
+        "k_min",
+    ),
+    (
+        "gumbel_size_mask",
+        "nan",
+        lambda: gumbel_size_mask(torch.full((2, 3), NAN), 2),
+        ValueError,
+        "logits",
+    ),
+    (
+        "gumbel_size_mask",
+        "range",
+        lambda: gumbel_size_mask(torch.zeros(2, 3), 2, tau=0.0),
+        ValueError,
+        "tau",
+    ),
+    ("AcceptanceHead", "range", lambda: AcceptanceHead(4, sharpen=0.0), ValueError, "sharpen"),
+    ("AcceptanceHead", "range", lambda: AcceptanceHead(4, sharpen=NAN), ValueError, "sharpen"),
+    ("CellLifter", "range", lambda: CellLifter(4, knn_edges=-1), ValueError, "knn_edges"),
+    ("CellLifter", "type", lambda: CellLifter(4, stochastic="yes"), TypeError, "stochastic"),
+    (
+        "HypergraphLifter",
+        "range",
+        lambda: HypergraphLifter(4, k_range=(5, 2)),
+        ValueError,
+        "k_range",
+    ),
+    ("HypergraphLifter", "other", lambda: HypergraphLifter(4, k_range=3), ValueError, "k_range"),
+    ("GINEmbedder", "range", lambda: GINEmbedder(0), ValueError, "in_dim"),
+    ("GINEmbedder", "range", lambda: GINEmbedder(3, dropout=1.5), ValueError, "dropout"),
+    ("CWNLite", "range", lambda: CWNLite(8, 0), ValueError, "n_classes"),
+    ("UniGCNLite", "range", lambda: UniGCNLite(8, 2, dropout=NAN), ValueError, "dropout"),
+    ("DiffLift", "range", lambda: DiffLift("simplex"), ValueError, "domain"),
+    ("DiffLift", "range", lambda: DiffLift("cell", in_dim=10, sharpen=-1.0), ValueError, "sharpen"),
+    ("DiffLift", "shape", lambda: DiffLift("cell", in_dim=7)(_batch()), ValueError, "in_dim"),
+    (
+        "DiffLift",
+        "nan",
+        lambda: DiffLift("cell", in_dim=10)(
+            collate([make_graph(np.ones((3, 2)), [[0, 1]], 0)]).__class__(
+                torch.full((3, 10), NAN),
+                torch.tensor([[0, 1]]),
+                torch.zeros(3, dtype=torch.long),
+                torch.zeros(1, dtype=torch.long),
+                torch.tensor([0, 3]),
+                None,
+                [None],
+            )
+        ),
+        ValueError,
+        "batch.x",
+    ),
+    ("StaticLiftNet", "range", lambda: StaticLiftNet("khop", "cell"), ValueError, "lifting"),
+    ("GINNet", "range", lambda: GINNet(in_dim=0), ValueError, "in_dim"),
+    (
+        "train_graph_classifier",
+        "empty",
+        lambda: train_graph_classifier(GINNet(10), []),
+        ValueError,
+        "graphs",
+    ),
+    (
+        "train_graph_classifier",
+        "other",
+        lambda: train_graph_classifier(GINNet(10), [make_graph(np.ones((3, 2)), [[0, 1]])]),
+        ValueError,
+        "label",
+    ),
+    (
+        "train_graph_classifier",
+        "range",
+        lambda: train_graph_classifier(GINNet(10), make_ring_parity(2), lr=NAN),
+        ValueError,
+        "lr",
+    ),
+    (
+        "train_graph_classifier",
+        "range",
+        lambda: train_graph_classifier(GINNet(12), make_ring_parity(2), epochs=0),
+        ValueError,
+        "epochs",
+    ),
+    ("accuracy", "empty", lambda: accuracy(GINNet(12), []), ValueError, "graphs"),
+    (
+        "DiffLiftClassifier",
+        "range",
+        lambda: DiffLiftClassifier(lifting="star").fit(make_ring_parity(4)),
+        ValueError,
+        "lifting",
+    ),
+    (
+        "DiffLiftClassifier",
+        "shape",
+        lambda: DiffLiftClassifier().fit(make_ring_parity(4), [0, 1]),
+        ValueError,
+        "y",
+    ),
+    (
+        "DiffLiftClassifier",
+        "other",
+        lambda: DiffLiftClassifier().fit(make_ring_parity(4), [1, 1, 1, 1]),
+        ValueError,
+        "y",
+    ),
+    ("DiffLiftClassifier", "type", lambda: DiffLiftClassifier().fit("graphs"), TypeError, "graphs"),
+]
+
+EXEMPT = {
+    "GraphData": "a record dataclass; graphs are validated by from_networkx / make_graph",
+    "GraphBatch": "a record dataclass built by collate, which validates its graphs",
+    "LiftedComplex": "a record dataclass returned by the liftings; takes no user data",
+    "straight_through": "a one-line autograd identity on tensors the liftings make",
+}
