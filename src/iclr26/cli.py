@@ -33,6 +33,10 @@ PLUGINS: dict[str, tuple[str, str]] = {
         "iclr26.llm.mixkv.cli",
         "KV-cache compression: NLL gap per method and budget (MixKV)",
     ),
+    "chronoplay": (
+        "iclr26.knowledge.chronoplay.cli",
+        "build and maintain a dual-dynamic game RAG benchmark (ChronoPlay)",
+    ),
 }
 
 WARMUPS: dict[str, tuple[str, str]] = {
