@@ -33,6 +33,10 @@ PLUGINS: dict[str, tuple[str, str]] = {
         "iclr26.llm.mixkv.cli",
         "KV-cache compression: NLL gap per method and budget (MixKV)",
     ),
+    "play": (
+        "iclr26.rl.obscuro.cli",
+        "play one Fog-of-War chess game between two agents (Obscuro, PIMC, greedy, random)",
+    ),
     "chronoplay": (
         "iclr26.knowledge.chronoplay.cli",
         "build and maintain a dual-dynamic game RAG benchmark (ChronoPlay)",

@@ -491,3 +491,21 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     assert record["verdict"] in ("reproduced", "not reproduced")
     assert record["metrics"] and record["baseline"] and record["checks"]
     assert contract_problems(record) == []
+
+
+def test_play_command_writes_a_pgn_and_refuses_bad_input(tmp_path, capsys):
+    from iclr26 import cli
+
+    out = tmp_path / "game.pgn"
+    code = cli.main(
+        ["play", "--white", "random", "--black", "greedy", "--max-plies", "6", "--pgn", str(out)]
+    )
+    assert code == 0
+    text = out.read_text()
+    assert '[White "random"]' in text and "[Result" in text
+    capsys.readouterr()
+    assert cli.main(["play", "--fen", "not a fen", "--max-plies", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("iclr26 play:") and err.count("\n") == 1
+    assert cli.main(["play", "--time", "0"]) == 2
+    assert cli.main(["play", "--pgn", str(tmp_path / "missing" / "g.pgn")]) == 2
