@@ -5,9 +5,11 @@ import torch
 
 from iclr26.llm.task_arithmetic_fairness import (
     Encoded,
+    TaskArithmeticFairClassifier,
     TaskVector,
     combine_coefficients,
     encode,
+    estimate_lipschitz,
     evaluate,
     fairness_bound,
     fairness_report,
@@ -53,7 +55,92 @@ class _Tok:
         return {"input_ids": [1, 2]}
 
 
+_ENC2 = Encoded(torch.zeros(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.long))
+_TFC = TaskArithmeticFairClassifier
+
 CASES = [
+    (
+        "estimate_lipschitz",
+        "empty",
+        lambda: estimate_lipschitz(torch.nn.Linear(1, 1), [], _ENC2),
+        ValueError,
+        "vectors",
+    ),
+    (
+        "estimate_lipschitz",
+        "type",
+        lambda: estimate_lipschitz(torch.nn.Linear(1, 1), [3], _ENC2),
+        TypeError,
+        r"vectors\[0\]",
+    ),
+    (
+        "estimate_lipschitz",
+        "range",
+        lambda: estimate_lipschitz(
+            torch.nn.Linear(1, 1), [TaskVector({"weight": torch.ones(1, 1)})], _ENC2, radius=NAN
+        ),
+        ValueError,
+        "radius",
+    ),
+    (
+        "estimate_lipschitz",
+        "range",
+        lambda: estimate_lipschitz(
+            torch.nn.Linear(1, 1), [TaskVector({"weight": torch.ones(1, 1)})], _ENC2, n_directions=0
+        ),
+        ValueError,
+        "n_directions",
+    ),
+    ("TaskArithmeticFairClassifier", "empty", lambda: _TFC().fit([], [], []), ValueError, "texts"),
+    (
+        "TaskArithmeticFairClassifier",
+        "shape",
+        lambda: _TFC().fit(["a", "b"], [0], ["g", "h"]),
+        ValueError,
+        "y",
+    ),
+    (
+        "TaskArithmeticFairClassifier",
+        "other",
+        lambda: _TFC().fit(["a", "b"], [1, 1], ["g", "h"]),
+        ValueError,
+        "y",
+    ),
+    (
+        "TaskArithmeticFairClassifier",
+        "nan",
+        lambda: _TFC().fit(["a", "b"], [0.0, NAN], ["g", "h"]),
+        ValueError,
+        "y",
+    ),
+    (
+        "TaskArithmeticFairClassifier",
+        "range",
+        lambda: _TFC(lr=-1.0).fit(["a", "b"], [0, 1], ["g", "h"]),
+        ValueError,
+        "lr",
+    ),
+    (
+        "TaskArithmeticFairClassifier",
+        "range",
+        lambda: _TFC(lam="best").fit(["a", "b"], [0, 1], ["g", "h"]),
+        ValueError,
+        "lam",
+    ),
+    (
+        "TaskArithmeticFairClassifier",
+        "other",
+        lambda: _TFC().fit(["a", "b"], [0, 1], ["g", "h"]),
+        ValueError,
+        "val",
+    ),
+    (
+        "TaskArithmeticFairClassifier",
+        "type",
+        lambda: _TFC().fit("ab", [0, 1], ["g", "h"]),
+        TypeError,
+        "texts",
+    ),
     # TaskVector: another shape, NaN, empty, wrong types
     ("TaskVector", "shape", lambda: _tv(3).apply_to(_lin(4)), ValueError, "base"),
     (

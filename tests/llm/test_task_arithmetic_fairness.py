@@ -6,6 +6,7 @@ import torch
 
 from iclr26.claims import contract_problems, run_claim
 from iclr26.llm.task_arithmetic_fairness import (
+    Encoded,
     TaskVector,
     combine_coefficients,
     encode,
@@ -225,3 +226,72 @@ def test_claims_smoke(tmp_path):
         assert record["verdict"] != "error", record["traceback"]
         assert not contract_problems(record), name
         assert record["metrics"]
+
+
+# ------------------------------------------------------------------ Lipschitz estimate, facade
+
+
+class _Logistic(torch.nn.Module):
+    """A sequence 'classifier' with a known score: s(x) = σ(w · f(x)), where f(x) is a fixed
+    feature per first token (a buffer, so w is the only parameter a task vector moves)."""
+
+    def __init__(self, feats, w):
+        super().__init__()
+        self.register_buffer("feats", torch.as_tensor(feats, dtype=torch.float32))
+        self.w = torch.nn.Parameter(torch.as_tensor(w, dtype=torch.float32))
+
+    def forward(self, input_ids, attention_mask=None):
+        from types import SimpleNamespace
+
+        z = self.feats[input_ids[:, 0]] @ self.w
+        return SimpleNamespace(logits=torch.stack([torch.zeros_like(z), z], 1))
+
+
+def test_lipschitz_estimate_matches_the_analytic_slope_along_a_one_dimensional_span():
+    from iclr26.llm.task_arithmetic_fairness import estimate_lipschitz
+
+    rng = np.random.default_rng(0)
+    feats = rng.normal(size=(6, 3))
+    w0 = np.array([0.2, -0.1, 0.3])
+    tau = np.array([1.0, 2.0, -0.5])
+    base = _Logistic(feats, w0)
+    tv = TaskVector.from_models(base, _Logistic(feats, w0 + tau))
+    enc = Encoded(torch.arange(6)[:, None], torch.ones(6, 1, dtype=torch.long))
+    est = estimate_lipschitz(base, [tv], enc, n_directions=4, radius=1e-3)
+    # the span is ±τ̂, so L = max_x σ'(w0·x) |x·τ̂| up to the finite difference
+    s = 1 / (1 + np.exp(-(feats @ w0)))
+    analytic = np.max(s * (1 - s) * np.abs(feats @ (tau / np.linalg.norm(tau))))
+    assert est["L"] == pytest.approx(analytic, rel=2e-2)
+    assert est["step_norm"] == pytest.approx(1e-3 * np.linalg.norm(tau), rel=1e-5)
+    # a logistic score is 1/4-Lipschitz in w per unit feature norm: the estimate is below it
+    assert est["L"] <= 0.25 * np.max(np.linalg.norm(feats, axis=1)) + 1e-6
+
+
+def test_classifier_facade_fits_selects_lambda_and_predicts(tiny):
+    from sklearn.base import clone
+
+    from iclr26.llm.task_arithmetic_fairness import TaskArithmeticFairClassifier
+    from iclr26.models.tinylm import pretrain_tiny_lm
+
+    _, _, d = tiny
+    causal = pretrain_tiny_lm("test", steps=2, seq_len=32, batch=2, max_files=40)
+    labels = np.where(d.train.y == 1, "toxic", "ok")
+    clf = TaskArithmeticFairClassifier(base=causal, epochs=1, grid=[0.0, 0.5, 1.0])
+    assert clone(clf).get_params()["grid"] == [0.0, 0.5, 1.0]
+    val = (d.val.text, np.where(d.val.y == 1, "toxic", "ok"), d.val.group)
+    clf.fit(d.train.text, labels, d.train.group, val=val)
+    assert clf.lambda_ in (0.0, 0.5, 1.0) and len(clf.sweep_) == 3
+    assert set(clf.task_vectors_) == set(np.unique(d.train.group).astype(str))
+    proba = clf.predict_proba(d.test.text[:10])
+    assert proba.shape == (10, 2) and np.allclose(proba.sum(1), 1.0)
+    assert set(clf.predict(d.test.text[:10])) <= {"ok", "toxic"}
+    # λ fixed at 0 is θ₀ itself
+    zero = TaskArithmeticFairClassifier(base=causal, lam=0.0, epochs=1).fit(
+        d.train.text, labels, d.train.group
+    )
+    base, tok = sequence_classifier(causal, seed=0)
+    np.testing.assert_allclose(
+        zero.predict_proba(d.test.text[:10])[:, 1],
+        predict_proba(base, encode(tok, d.test.text[:10])),
+        atol=1e-6,
+    )

@@ -8,6 +8,11 @@ from iclr26.llm.task_arithmetic_fairness.editing import (
     lambda_sweep,
     select_lambda,
 )
+from iclr26.llm.task_arithmetic_fairness.estimator import (
+    SKLEARN_EXPECTED_FAILED_CHECKS,
+    TaskArithmeticFairClassifier,
+    estimate_lipschitz,
+)
 from iclr26.llm.task_arithmetic_fairness.fairness import fairness_bound, fairness_report
 from iclr26.llm.task_arithmetic_fairness.model import (
     Encoded,
@@ -26,6 +31,9 @@ from iclr26.llm.task_arithmetic_fairness.task_vector import (
 )
 
 __all__ = [
+    "SKLEARN_EXPECTED_FAILED_CHECKS",
+    "TaskArithmeticFairClassifier",
+    "estimate_lipschitz",
     "Encoded",
     "IdentityToxicity",
     "Split",
