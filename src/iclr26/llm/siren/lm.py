@@ -1,0 +1,156 @@
+"""Causal-LM plumbing for SIREN on any Hugging Face model: left-padded batches whose last
+column is the ``<answer>`` token, answer-only scoring over the five digit tokens (one forward
+pass), chain-of-thought decoding, and the decoder-layer hidden states at ``<answer>``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from iclr26 import validation as V
+from iclr26.llm.siren.prompt import ANSWER, AO_SUFFIX, END_THINK, RATINGS, predicted_rating
+from iclr26.rl.grpo import left_pad, sample_rollouts
+from iclr26.rl.grpo.rollout import position_ids_from_mask
+
+
+def single_token_id(tok, text: str) -> int:
+    """The id of ``text``, which must encode to exactly one token (``<answer>``, digits)."""
+    ids = tok.encode(text, add_special_tokens=False)
+    if len(ids) != 1:
+        raise ValueError(f"tokenizer must encode {text!r} as one token, got {len(ids)}")
+    return int(ids[0])
+
+
+def digit_token_ids(tok) -> list[int]:
+    """Token ids of the ratings ``1..5``."""
+    return [single_token_id(tok, str(r)) for r in RATINGS]
+
+
+def _device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _check_prompts(prompts) -> list[str]:
+    if isinstance(prompts, str) or not isinstance(prompts, Sequence) or len(prompts) == 0:
+        raise ValueError("prompts must be a non-empty sequence of strings")
+    for k, p in enumerate(prompts):
+        if not isinstance(p, str):
+            raise TypeError(f"prompts[{k}] must be a string, got {type(p).__name__}")
+    return list(prompts)
+
+
+def encode_rows(tok, prompts: Sequence[str], suffix: str = "") -> list[list[int]]:
+    """Token ids of ``prompt + suffix`` (the suffix encoded on its own, so special tags are
+    never merged with prompt text)."""
+    tail = tok.encode(suffix, add_special_tokens=False) if suffix else []
+    return [tok.encode(p, add_special_tokens=False) + tail for p in prompts]
+
+
+def answer_positions(input_ids: torch.Tensor, answer_id: int) -> torch.Tensor:
+    """Index of the last ``<answer>`` token in each row (``-1`` where there is none)."""
+    V.check_tensor(input_ids, "input_ids", ndim=2, integer=True)
+    hit = input_ids == int(answer_id)
+    idx = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+    return torch.where(hit, idx, torch.full_like(idx, -1)).max(1).values
+
+
+def forward_at_last(model, rows: Sequence[Sequence[int]], pad_id: int, hidden: bool = False):
+    """One forward pass over left-padded ``rows``; returns the logits at the last column
+    ``[B, V]`` and, with ``hidden``, the decoder-layer outputs there ``[B, L, d]`` (hidden
+    states 1..L). Differentiable."""
+    ids, attn = left_pad(rows, pad_id)
+    dev = _device(model)
+    ids, attn = ids.to(dev), attn.to(dev)
+    out = model(
+        input_ids=ids,
+        attention_mask=attn,
+        position_ids=position_ids_from_mask(attn),
+        output_hidden_states=hidden,
+    )
+    logits = out.logits[:, -1].float()
+    if not hidden:
+        return logits, None
+    states = torch.stack([h[:, -1] for h in out.hidden_states[1:]], 1)
+    return logits, states
+
+
+@torch.no_grad()
+def ao_digit_probs(model, tok, prompts: Sequence[str], batch_size: int = 16) -> np.ndarray:
+    """Answer-only scoring: one forward pass on ``prompt + <think></think><answer>`` and the
+    softmax over the five digit logits; returns ``(n, 5)`` probabilities of ratings 1..5."""
+    prompts = _check_prompts(prompts)
+    batch_size = V.check_int(batch_size, "batch_size", low=1)
+    digits = digit_token_ids(tok)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    rows = encode_rows(tok, prompts, AO_SUFFIX)
+    was = model.training
+    model.eval()
+    out = []
+    for s in range(0, len(rows), batch_size):
+        logits, _ = forward_at_last(model, rows[s : s + batch_size], pad)
+        out.append(torch.softmax(logits[:, digits], -1).cpu().numpy())
+    model.train(was)
+    return np.concatenate(out).astype(np.float64)
+
+
+def ratings_from_probs(probs: np.ndarray, expected: bool = False) -> np.ndarray:
+    """Argmax rating (1..5) of digit probabilities, or the expected rating."""
+    probs = V.check_array(probs, "probs", ndim=2, shape=(None, len(RATINGS)), low=0.0)
+    if expected:
+        return probs @ np.asarray(RATINGS, dtype=float) / probs.sum(1)
+    return np.asarray(RATINGS)[probs.argmax(1)].astype(float)
+
+
+@torch.no_grad()
+def generate_cot(
+    model, tok, prompts: Sequence[str], max_new_tokens: int = 40, batch_size: int = 16
+) -> tuple[list[str], list[list[int]]]:
+    """Greedy chain-of-thought completions (``<think> .. </think><answer>d</answer>``): the
+    decoded texts and the generated token ids (up to and including ``<eos>``)."""
+    prompts = _check_prompts(prompts)
+    max_new_tokens = V.check_int(max_new_tokens, "max_new_tokens", low=1)
+    batch_size = V.check_int(batch_size, "batch_size", low=1)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    rows = encode_rows(tok, prompts)
+    texts, ids = [], []
+    for s in range(0, len(rows), batch_size):
+        ro = sample_rollouts(
+            model, rows[s : s + batch_size], 1, max_new_tokens, tok.eos_token_id, pad, greedy=True
+        )
+        resp = ro.input_ids[:, ro.prompt_len :]
+        for r in range(len(resp)):
+            gen = resp[r][ro.response_mask[r].bool()].tolist()
+            ids.append(gen)
+            texts.append(tok.decode([t for t in gen if t != tok.eos_token_id]))
+    return texts, ids
+
+
+def cot_predict(model, tok, prompts: Sequence[str], max_new_tokens: int = 40, batch_size: int = 16):
+    """``(ratings, mean generated tokens, well-formed share)`` of CoT decoding."""
+    from iclr26.llm.siren.prompt import parse_rating
+
+    texts, ids = generate_cot(model, tok, prompts, max_new_tokens, batch_size)
+    ratings = np.asarray([predicted_rating(t) for t in texts], dtype=float)
+    formed = float(np.mean([parse_rating(t)[1] for t in texts]))
+    return ratings, float(np.mean([len(g) for g in ids])), formed
+
+
+def cot_answer_rows(tok, prompts: Sequence[str], generated: Sequence[Sequence[int]]):
+    """``x_CoT`` = prompt + the generated rationale up to ``</think>`` + ``<answer>`` (token
+    ids; ``</think>`` is appended when the model never closed its rationale)."""
+    prompts = _check_prompts(prompts)
+    if isinstance(generated, str) or len(generated) != len(prompts):
+        raise ValueError(f"generated must hold one token-id list per prompt ({len(prompts)})")
+    for k, gen in enumerate(generated):
+        V.check_array(gen, f"generated[{k}]", ndim=1, dtype=np.int64, low=0)
+    end_think = single_token_id(tok, END_THINK)
+    answer = single_token_id(tok, ANSWER)
+    rows = []
+    for p, gen in zip(encode_rows(tok, prompts), generated, strict=True):
+        gen = list(gen)
+        cut = gen.index(end_think) + 1 if end_think in gen else None
+        body = gen[:cut] if cut else [t for t in gen if t != tok.eos_token_id] + [end_think]
+        rows.append(p + body + [answer])
+    return rows

@@ -1,0 +1,339 @@
+"""Tests of SIREN: the sketcher's liked/disliked rule, the prompt and output formats, the rule
+reward, the rating parser, the answer-token positions under left padding, hidden alignment
+(zero loss on equal inputs, gradients only in the k/v LoRA, frozen base), biased MF on a
+noiseless low-rank matrix, the leave-last-out split, the scikit-learn facade end to end and
+every claim at smoke scale."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.claims import contract_problems, run_claim
+from iclr26.llm.siren import (
+    BiasedMF,
+    GRPOStage,
+    HiddenAlignment,
+    InterestSketcher,
+    SIRENRecommender,
+    SketchPrompt,
+    UserMean,
+    alignment_loss,
+    answer_positions,
+    ao_answer,
+    ao_digit_probs,
+    cot_answer_rows,
+    cot_target,
+    mae_rmse,
+    parse_rating,
+    predicted_rating,
+    ratings_from_probs,
+    siren_reward,
+    topic_ratings,
+)
+from iclr26.llm.siren.lm import encode_rows, forward_at_last
+from iclr26.llm.siren.prompt import AO_SUFFIX
+
+
+@pytest.fixture(scope="module")
+def lm():
+    from iclr26.models.tinylm import load_causal_lm
+
+    model, tok = load_causal_lm("test")
+    return model.eval(), tok
+
+
+def _clustered_sketcher(theta=4.0):
+    """Six items in three well-separated clusters, embeddings given directly."""
+    emb = np.array([[10, 0], [10.1, 0], [0, 10], [0, 10.1], [-10, -10], [-10.1, -10]], float)
+    texts = [
+        "rocket orbit",
+        "rocket galaxy",
+        "chef soup",
+        "chef bread",
+        "guitar jazz",
+        "guitar band",
+    ]
+    sk = InterestSketcher(n_topics=3, theta=theta, top_m=2, encoder="tfidf")
+    return sk.fit(np.arange(6), texts, embeddings=emb)
+
+
+# ---------------------------------------------------------------- sketcher
+def test_sketch_rule_threshold_untouched_and_order():
+    sk = _clustered_sketcher()
+    t_space, t_food, t_music = (sk.topic_of(i) for i in (0, 2, 4))
+    assert len({t_space, t_food, t_music}) == 3
+    assert "rocket" in sk.topic_names_[t_space] and "chef" in sk.topic_names_[t_food]
+    # space: mean exactly theta (3 + 5) / 2 = 4 -> liked; food: mean 2 -> disliked; music untouched
+    history = [(0, 3), (1, 5), (2, 2), (3, 2), (2, 2)]
+    liked, disliked = sk.sketch_ids(history)
+    assert liked == [t_space] and disliked == [t_food]
+    assert t_music not in liked + disliked
+    # ordering by count, descending: food (3 picks) before space (2 picks) when both disliked
+    liked, disliked = sk.sketch_ids([(0, 1), (1, 1), (2, 2), (3, 2), (2, 2)])
+    assert liked == [] and disliked == [t_food, t_space]
+    # ties broken by topic id
+    _, tied = sk.sketch_ids([(0, 1), (2, 1)])
+    assert tied == sorted([t_space, t_food])
+    # the budget drops the least frequent topics first (each name is 3 words here)
+    _, capped = sk.sketch_ids([(0, 1), (1, 1), (2, 2), (3, 2), (2, 2)], token_budget=3)
+    assert capped == [t_food]
+    assert sk.sketch([]) == ([], [])
+
+
+def test_sketch_sets_are_disjoint_and_deterministic():
+    data = topic_ratings(seed=0, n_users=5, n_items=120, history=(10, 20))
+    a = InterestSketcher(n_topics=8, encoder="tfidf", seed=3).fit(np.arange(120), data.item_text)
+    b = InterestSketcher(n_topics=8, encoder="tfidf", seed=3).fit(np.arange(120), data.item_text)
+    assert np.array_equal(a.labels_, b.labels_) and a.topic_names_ == b.topic_names_
+    for hist in data.histories:
+        liked, disliked = a.sketch_ids(hist)
+        assert not set(liked) & set(disliked)
+        counts, means = a.topic_stats(hist)
+        assert set(liked) | set(disliked) == set(np.flatnonzero(counts))
+        assert all(means[k] >= 4.0 for k in liked) and all(means[k] < 4.0 for k in disliked)
+
+
+# ---------------------------------------------------------------- prompt, parser, reward
+def test_prompt_text_and_formats():
+    sk = _clustered_sketcher()
+    texts = [
+        "rocket orbit",
+        "rocket galaxy",
+        "chef soup",
+        "chef bread",
+        "guitar jazz",
+        "guitar band",
+    ]
+    hist = [(0, 5), (1, 4), (2, 2)]
+    p = SketchPrompt(n_recent=2)(hist, 4, texts, sk)
+    liked, disliked = sk.sketch(hist)
+    assert p == (
+        f"Liked: {liked[0]} | Disliked: {disliked[0]}\n"
+        "Recent: rocket galaxy = 4 ; chef soup = 2\nCandidate: guitar jazz\n"
+    )
+    raw = SketchPrompt(raw_history=30)(hist, 4, texts)
+    assert raw.startswith("Recent: rocket orbit = 5 ;") and "Liked" not in raw
+    assert "Liked" not in SketchPrompt(with_sketch=False)(hist, 4, texts)
+    assert ao_answer(4) == "<think></think><answer>4</answer>"
+    target = cot_target(hist, 4, 3, sk, n_recent=2)
+    assert target.startswith("<think> topic: ") and " ; new ; recent mean 3.0 </think>" in target
+    assert parse_rating(target) == (3, True)
+
+
+def test_parse_rating_edge_cases():
+    assert parse_rating("<think> x </think><answer>4</answer>") == (4, True)
+    assert parse_rating("<think></think><answer>2</answer><eos>") == (2, True)
+    assert parse_rating("<answer>5</answer>") == (5, False)  # no think block
+    assert parse_rating("blah <think>a</think><answer>3</answer> trailing") == (3, False)
+    assert parse_rating("<think>a</think><answer>7</answer>") == (None, False)
+    assert parse_rating("<think>a</think><answer>0</answer>") == (None, False)
+    assert parse_rating("no tags at all 4") == (None, False)
+    assert parse_rating("<think>a</think><answer>2") == (2, False)
+    assert predicted_rating("garbage") == 3 and predicted_rating("<answer>1</answer>") == 1
+
+
+def test_siren_reward_values():
+    good = "<think> t </think><answer>{}</answer>"
+    assert siren_reward([good.format(4)], [4]) == [3.0]  # 1 + 2
+    assert siren_reward([good.format(1)], [5]) == [-1.0]  # 1 - 2
+    assert siren_reward(["<answer>4</answer>"], [4]) == [1.0]  # -1 + 2
+    assert siren_reward(["nothing"], [2]) == [-3.0]  # -1 - 2
+    errs = siren_reward([good.format(r) for r in (5, 4, 3, 2, 1)], [5] * 5)
+    assert np.allclose(np.diff(errs), -1.0)  # linear in |error|, slope 4 / E_max = 1
+
+
+# ---------------------------------------------------------------- LM plumbing
+def test_answer_positions_with_left_padding(lm):
+    from iclr26.rl.grpo import left_pad
+
+    _, tok = lm
+    answer = tok.encode("<answer>", add_special_tokens=False)
+    assert len(answer) == 1
+    prompts = ["Recent: a = 4\nCandidate: b\n", "Recent: a much longer history = 2 ; x = 1\n"]
+    ao_rows = encode_rows(tok, prompts, AO_SUFFIX)
+    gen = [tok.encode("<think> t </think><answer>4</answer>", add_special_tokens=False), [5]]
+    cot_rows = cot_answer_rows(tok, prompts, gen)
+    for rows in (ao_rows, cot_rows):
+        ids, attn = left_pad(rows, tok.pad_token_id)
+        assert attn[0].sum() != attn[1].sum()  # padding really happened
+        assert torch.equal(answer_positions(ids, answer[0]), torch.full((2,), ids.shape[1] - 1))
+    end_think = tok.encode("</think>", add_special_tokens=False)[0]
+    # the rationale is cut after </think>; a rationale never closed gets one appended
+    assert cot_rows[0][-2] == end_think and cot_rows[1][-2] == end_think
+
+
+def test_ao_scoring_is_one_forward_pass_over_digits(lm):
+    model, tok = lm
+    prompts = ["Recent: a = 4\nCandidate: b\n", "Recent: c = 1\nCandidate: d\n"]
+    probs = ao_digit_probs(model, tok, prompts, batch_size=1)
+    assert probs.shape == (2, 5) and np.allclose(probs.sum(1), 1.0)
+    ids = torch.tensor([tok.encode(prompts[1] + AO_SUFFIX, add_special_tokens=False)])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, -1]
+    digits = [tok.encode(str(r), add_special_tokens=False)[0] for r in range(1, 6)]
+    assert np.allclose(probs[1], torch.softmax(logits[digits], -1).numpy(), atol=1e-5)
+    assert ratings_from_probs(np.array([[0.1, 0.2, 0.5, 0.1, 0.1]])).tolist() == [3.0]
+    assert ratings_from_probs(np.array([[0, 0, 0, 0.5, 0.5]]), expected=True)[0] == 4.5
+
+
+# ---------------------------------------------------------------- hidden alignment
+def test_alignment_loss_hand_computation():
+    a = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+    b = torch.tensor([[[1.0, 1.0], [0.0, -1.0]]])
+    want = ((1 - 1 / np.sqrt(2)) + (1 - (-1))) / 2
+    assert float(alignment_loss(a, b)) == pytest.approx(want)
+    assert float(alignment_loss(a, a)) == pytest.approx(0.0, abs=1e-7)
+
+
+def test_hidden_alignment_trains_only_kv_lora(lm):
+    model, tok = lm
+    prompts = ["Recent: a = 4\nCandidate: b\n", "Recent: c = 1 ; e = 2\nCandidate: d\n"]
+    ha = HiddenAlignment("ha", rank=2, alpha=4, steps=1, batch_size=2, lr=1e-2)
+    student = ha.student(model)
+    rows = encode_rows(tok, prompts, AO_SUFFIX)
+    with torch.no_grad():  # a fresh LoRA (B = 0) on the teacher's own input: zero loss
+        _, h_teacher = forward_at_last(model, rows, tok.pad_token_id, hidden=True)
+    _, h_student = forward_at_last(student, rows, tok.pad_token_id, hidden=True)
+    assert h_student.shape[1] == model.config.num_hidden_layers
+    assert float(alignment_loss(h_student, h_teacher)) == pytest.approx(0.0, abs=1e-6)
+    trainable = [n for n, p in student.named_parameters() if p.requires_grad]
+    assert trainable and all("lora" in n and ("k_proj" in n or "v_proj" in n) for n in trainable)
+    base_before = {n: p.detach().clone() for n, p in student.named_parameters() if "lora" not in n}
+    targets = {"hidden": torch.randn_like(h_teacher), "probs": torch.full((2, 5), 0.2)}
+    loss = ha.loss(student, tok, prompts, None, targets, np.arange(2))
+    loss.backward()
+    for n, p in student.named_parameters():
+        if not p.requires_grad:
+            assert p.grad is None, n
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in student.parameters())
+    torch.optim.AdamW([p for p in student.parameters() if p.requires_grad], lr=1e-2).step()
+    for n, p in student.named_parameters():
+        if "lora" not in n:
+            assert torch.equal(p, base_before[n]), n
+    # the teacher is untouched by the student's construction and training
+    assert not any("lora" in n for n, _ in model.named_parameters())
+
+
+def test_tfidf_fallback_needs_no_sentence_encoder(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "iclr26.models.text", None)  # import now fails
+    data = topic_ratings(seed=2, n_users=2, n_items=60, history=(8, 10))
+    sk = InterestSketcher(n_topics=4, encoder="tfidf").fit(np.arange(60), data.item_text)
+    assert len(sk.topic_names_) == 4 and all(n.count("/") == 2 for n in sk.topic_names_)
+    with pytest.raises(ImportError):
+        InterestSketcher(n_topics=4, encoder="minilm").fit(np.arange(60), data.item_text)
+
+
+def test_equal_rewards_in_a_group_give_zero_advantage():
+    from iclr26.rl.grpo import grpo_advantages
+
+    same = ["<think> a </think><answer>4</answer>"] * 4
+    mixed = ["<think> a </think><answer>4</answer>", "x", "<answer>2</answer>", "<answer>4"]
+    rewards = siren_reward(same + mixed, [4] * 8)
+    adv = grpo_advantages(rewards, 4)
+    assert torch.isfinite(adv).all() and torch.all(adv[:4] == 0) and adv[4] > 0 > adv[5]
+
+
+def test_grpo_stage_uses_the_spec_defaults():
+    cfg = GRPOStage().config()
+    assert (cfg.group_size, cfg.clip_low, cfg.clip_high, cfg.kl_coef) == (4, 0.2, 0.2, 0.02)
+    assert cfg.dual_clip is None and cfg.entropy_coef == 0.0
+
+
+# ---------------------------------------------------------------- baselines, data
+def test_biased_mf_recovers_a_noiseless_rank2_matrix():
+    rng = np.random.default_rng(0)
+    n_u, n_i = 30, 40
+    P, Q = rng.normal(0, 0.5, (n_u, 2)), rng.normal(0, 0.5, (n_i, 2))
+    R = 3.0 + rng.normal(0, 0.3, (n_u, 1)) + rng.normal(0, 0.3, (1, n_i)) + P @ Q.T
+    users, items = np.meshgrid(np.arange(n_u), np.arange(n_i), indexing="ij")
+    X, y = np.column_stack([users.ravel(), items.ravel()]), R.ravel()
+    held = rng.random(len(y)) < 0.2  # generalisation to unseen (user, item) cells
+    mf = BiasedMF(k=2, reg=0.0, lr=0.1, epochs=60, batch_size=64).fit(X[~held], y[~held])
+    assert mae_rmse(y[~held], mf.predict(X[~held]))[0] < 0.05
+    assert mae_rmse(y[held], mf.predict(X[held]))[0] < 0.05
+    no_factors = BiasedMF(k=2, reg=0.0, lr=0.1, epochs=60, batch_size=64, init_std=0.0)
+    assert mae_rmse(y, no_factors.fit(X, y).predict(X))[0] > 0.1  # the p.q term matters
+    um = UserMean().fit(X, y)
+    assert np.allclose(um.predict(X[:n_i]), R[0].mean())
+    assert um.predict([[99, 0]])[0] == pytest.approx(y.mean())  # unseen user: global mean
+
+
+def test_biased_mf_is_a_scikit_learn_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from iclr26.llm.siren.baselines import SKLEARN_EXPECTED_FAILED_CHECKS
+    from iclr26.llm.siren.recommender import SKLEARN_EXPECTED_FAILED_CHECKS as REC_FAILED
+    from iclr26.sklearn_contract import ARRAY_FIT_CHECKS
+
+    for est, failed in (
+        (BiasedMF(epochs=2), SKLEARN_EXPECTED_FAILED_CHECKS),
+        (SIRENRecommender(), REC_FAILED),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = check_estimator(est, expected_failed_checks=failed, on_fail=None)
+        status = {}
+        for r in results:
+            status.setdefault(r["check_name"], set()).add(r["status"])
+        assert not [k for k, v in status.items() if "failed" in v], status
+    for name in REC_FAILED:
+        assert name in SIRENRecommender.__doc__
+    for name in SKLEARN_EXPECTED_FAILED_CHECKS:
+        assert name in BiasedMF.__doc__ or name in ARRAY_FIT_CHECKS
+
+
+def test_leave_last_out_split_has_no_leakage():
+    data = topic_ratings(seed=1, n_users=8, n_items=150, history=(12, 20))
+    for split in ("train", "val", "test"):
+        for u, i, r, pos in data.targets[split]:
+            hist = data.history_before(u, pos)
+            assert len(hist) == pos and i not in hist[:, 0]
+            assert tuple(data.histories[u][pos]) == (i, r)
+    assert all(t[3] == len(data.histories[t[0]]) - 1 for t in data.targets["test"])
+    X, y = data.interactions_before("test")
+    for u, i, _, _ in data.targets["test"]:
+        assert not np.any((X[:, 0] == u) & (X[:, 1] == i))
+    assert len(X) == sum(len(h) - 1 for h in data.histories) and y.min() >= 1
+
+
+# ---------------------------------------------------------------- end to end
+def test_recommender_end_to_end_and_unknown_users():
+    data = topic_ratings(seed=0, n_users=5, n_items=60, history=(8, 10))
+    pairs = np.concatenate(
+        [np.column_stack([np.full(len(h) - 1, u), h[:-1, 0]]) for u, h in enumerate(data.histories)]
+    )
+    ratings = np.concatenate([h[:-1, 1] for h in data.histories])
+    rec = SIRENRecommender(
+        model="test", n_topics=5, encoder="tfidf", n_recent=3, targets_per_user=1, sft_steps=1,
+        grpo_steps=1, ha_steps=1, batch_size=2,
+    ).fit(pairs, ratings, item_text=data.item_text)  # fmt: skip
+    test = data.targets["test"]
+    pred = rec.predict(test[:, :2])
+    assert pred.shape == (5,) and set(pred) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert set(rec.predict_cot(test[:2, :2])) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert rec.score(test[:, :2], test[:, 2]) == pytest.approx(
+        -rec.mae_rmse(test[:, :2], test[:, 2])[0]
+    )
+    assert rec.n_train_prompts_ == 5 and len(rec.grpo_.history) == 1
+    with pytest.raises(ValueError, match="X: user 99 has no history"):
+        rec.predict([[99, 0]])
+    rec.set_params(unknown_user="prompt")
+    with pytest.warns(UserWarning, match="without history"):
+        assert rec.predict([[99, 0], [98, 1]]).shape == (2,)
+    assert rec.cold_start_predictions_ == 2
+
+
+@pytest.mark.parametrize(
+    "name", ["C1-sketch-saves-tokens", "C2-internalised-reasoning", "C3-beats-matrix-factorisation"]
+)
+def test_claims_run_at_smoke_scale(name, tmp_path):
+    record = run_claim("siren", name, "smoke", out_dir=tmp_path)
+    assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
+    assert not contract_problems(record)
+    assert record["figures"]
