@@ -448,7 +448,7 @@ LINKS: dict[str, tuple[str, str]] = {
         "https://github.com/ywu57232/Centroid_discriminant_Analysis",
     ),
     "cgb": (
-        "https://cgbridge.github.io/",
+        "https://arxiv.org/abs/2604.10983",
         "https://github.com/jinnh/E-Bridge",
     ),
     "chronoplay": (
