@@ -1,0 +1,263 @@
+"""Tests of the FlexProtein room: geometry, data generator, corruption modes, losses, model
+preconditioning, reader, baselines and a tiny end-to-end run of every claim."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.generative.flexprotein import (
+    MODES,
+    FlexProteinModel,
+    FlexProteinPretrainer,
+    HomologyBaseline,
+    ProtoFold,
+    drmsd,
+    edm_scalings,
+    encode_sequence,
+    kabsch_rmsd,
+    load_structures,
+    nerf_backbone,
+    propensity_design,
+    radius_of_gyration,
+    random_rotations,
+    rbf_pair_features,
+    sequence_identity,
+    smooth_lddt_loss,
+)
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return ProtoFold(6, 24, members=8, n_novel=2, novel_members=2, seed=0)
+
+
+def test_nerf_ca_spacing_and_helix_geometry():
+    bb = nerf_backbone(np.full(30, -57.0), np.full(30, -47.0))
+    ca = bb[:, 1]
+    step = np.linalg.norm(np.diff(ca, axis=0), axis=1)
+    assert np.all(np.abs(step - 3.80) < 0.05)
+    # helix axis from the mean of consecutive Cα; rise per residue ~1.5 Å, ~3.6 residues per turn
+    axis = ca[-1] - ca[0]
+    centres = np.array([ca[i : i + 4].mean(0) for i in range(len(ca) - 3)])
+    axis = centres[-1] - centres[0]
+    axis /= np.linalg.norm(axis)
+    rise = np.diff(ca @ axis).mean()
+    assert abs(rise - 1.5) < 0.1
+    radial = ca - np.outer(ca @ axis, axis)
+    radial -= radial.mean(0)
+    ang = np.arctan2(
+        radial @ np.cross(axis, radial[0] / np.linalg.norm(radial[0])),
+        radial @ (radial[0] / np.linalg.norm(radial[0])),
+    )
+    per_res = np.abs(np.diff(np.unwrap(ang[2:-2]))).mean()
+    assert abs(2 * np.pi / per_res - 3.6) < 0.15
+
+
+def test_batched_nerf_equals_single():
+    rng = np.random.default_rng(0)
+    phi, psi = rng.uniform(-180, 180, (3, 10)), rng.uniform(-180, 180, (3, 10))
+    batch = nerf_backbone(phi, psi)
+    assert np.allclose(batch[1], nerf_backbone(phi[1], psi[1]))
+
+
+def test_rotations_proper_and_uniform():
+    r = random_rotations(2000, 0)
+    assert np.allclose(np.einsum("bji,bjk->bik", r, r), np.eye(3), atol=1e-5)
+    assert np.allclose(np.linalg.det(r), 1.0, atol=1e-5)
+    assert np.linalg.norm((r @ np.array([0.0, 0.0, 1.0])).mean(0)) < 0.08
+
+
+def test_kabsch_rotation_zero_mirror_positive(data):
+    x = data.train.coords[0]
+    rot = random_rotations(1, 1)[0]
+    assert kabsch_rmsd(x @ rot.T + 5.0, x) < 1e-6
+    mirror = x * np.array([-1.0, 1.0, 1.0])
+    assert kabsch_rmsd(mirror, x) > 1.0
+    assert drmsd(mirror, x) < 1e-6  # dRMSD cannot see chirality; Kabsch RMSD does
+
+
+def test_smooth_lddt_minimum_invariance_and_noise(data):
+    x = torch.as_tensor(data.train.coords[:4], dtype=torch.float32)
+    floor = 1 - sum(1 / (1 + math.exp(-c)) for c in (0.5, 1, 2, 4)) / 4
+    assert abs(float(smooth_lddt_loss(x, x)) - floor) < 1e-5 and abs(floor - 0.196) < 1e-3
+    rot = torch.as_tensor(random_rotations(1, 2)[0], dtype=torch.float32)
+    moved = x @ rot.T + 3.0
+    assert abs(float(smooth_lddt_loss(moved, x)) - floor) < 1e-4
+    g = torch.Generator().manual_seed(0)
+    vals = [
+        float(smooth_lddt_loss(x + s * torch.randn(x.shape, generator=g), x))
+        for s in (0.5, 2.0, 5.0)
+    ]
+    assert vals[0] < vals[1] < vals[2]
+
+
+def test_rbf_bias_invariant():
+    x = torch.randn(2, 10, 3)
+    rot = torch.as_tensor(random_rotations(1, 3)[0], dtype=torch.float32)
+    assert torch.allclose(rbf_pair_features(x), rbf_pair_features(x @ rot.T + 0.7), atol=1e-4)
+
+
+def test_edm_preconditioning_identity_at_zero_noise(data):
+    model = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1)
+    c_skip, c_out, _ = edm_scalings(torch.tensor([0.0, 1e-8]), 1.0)
+    assert torch.allclose(c_skip, torch.ones(2)) and torch.all(c_out < 1e-7)
+    tok = torch.as_tensor(data.train.tokens[:2])
+    x = torch.as_tensor(data.train.coords[:2], dtype=torch.float32) / 10
+    den, logits, h = model(tok, x, torch.full(tok.shape, 1e-7))
+    assert torch.allclose(den, x, atol=1e-5)
+    assert logits.shape == (2, 24, 20) and h.shape == (2, 24, 16)
+
+
+def test_protofold_split_and_mutation(data):
+    assert data.novel_identity_max < 0.4
+    assert sequence_identity(data.test_novel.tokens, data.train.tokens).max() < 0.4
+    same = data.train.family[:, None] == data.train.family[None]
+    ident = sequence_identity(data.train.tokens, data.train.tokens)
+    assert ident[same & ~np.eye(len(same), dtype=bool)].mean() > ident[~same].mean() + 0.3
+    # mutation keeps structure: heavier mutation, same family geometry (only torsion jitter)
+    big = ProtoFold(4, 24, members=2, test_rhos=(0.0, 1.0), n_novel=0, seed=1, torsion_noise=0.0)
+    a, b = big.test_in_family[0.0], big.test_in_family[1.0]
+    assert np.allclose(radius_of_gyration(a.coords), radius_of_gyration(b.coords))
+    assert sequence_identity(a.tokens, b.tokens).diagonal().mean() < 0.9
+
+
+def _trainer(**kw):
+    model = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1)
+    return FlexProteinPretrainer(model, **kw)
+
+
+def test_corruption_modes(data):
+    tr = _trainer(mask_rate=0.15)
+    tok = torch.as_tensor(data.train.tokens[:16])
+    tok = torch.where(tok == 20, 0, tok)
+    x0 = torch.as_tensor(data.train.coords[:16], dtype=torch.float32) / 10
+    n = tok.shape[1]
+    for name in ("seq2struct", "local", "global"):
+        out = tr.corrupt(tok, x0, torch.full((16,), MODES.index(name)))
+        frac = out["mask"].sum(1)
+        if name == "seq2struct":
+            assert frac.max() == 0 and out["noised"].all()
+            assert torch.equal(out["tokens"], tok)
+        else:
+            assert torch.all((frac - 0.15 * n).abs() <= 1)
+        if name == "local":
+            assert torch.equal(out["noised"], out["mask"])
+            clean = ~out["noised"]
+            assert torch.equal(out["x_noisy"][clean], x0[clean]) and torch.all(
+                out["sigma"][clean] == 0
+            )
+        if name == "global":
+            assert out["noised"].all()
+        assert torch.equal(out["tokens"][~out["mask"]], tok[~out["mask"]])
+
+
+def test_mlm_loss_only_masked_and_warmup(data):
+    tr = _trainer()
+    tok = torch.as_tensor(np.where(data.train.tokens[:8] == 20, 0, data.train.tokens[:8]))
+    x0 = torch.as_tensor(data.train.coords[:8], dtype=torch.float32) / 10
+    batch = tr.corrupt(tok, x0, torch.full((8,), MODES.index("global")))
+    conf = torch.ones(tok.shape)
+    base = tr.losses(batch, x0, tok, conf, use_mlm=True)["mlm"]
+    changed = tok.clone()
+    changed[~batch["mask"]] = (changed[~batch["mask"]] + 1) % 20  # targets outside the mask
+    assert torch.allclose(tr.losses(batch, x0, changed, conf, use_mlm=True)["mlm"], base)
+    with_mlm = tr.losses(batch, x0, tok, conf, use_mlm=True)
+    without = tr.losses(batch, x0, tok, conf, use_mlm=False)
+    assert torch.allclose(with_mlm["total"] - without["total"], with_mlm["mlm"], atol=1e-5)
+
+
+def test_end_to_end_lowers_losses():
+    d = ProtoFold(8, 24, members=10, n_novel=0, seed=0)
+    model = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1)
+    tr = FlexProteinPretrainer(model, batch_size=8, lr=3e-3, mlm_warmup_frac=0.0).fit(
+        d.train, steps=100
+    )
+    h = tr.history
+    for k in ("mlm", "mse"):
+        assert np.mean(h[k][-15:]) < np.mean(h[k][:15]), k
+    x = model.fold(d.train.tokens[:3], steps=4)
+    assert x.shape == (3, 24, 3) and np.isfinite(x).all()
+    reg = np.zeros((3, 24), dtype=bool)
+    reg[:, 5:9] = True
+    out = model.design(d.train.tokens[:3], d.train.coords[:3], reg, steps=3)
+    assert np.array_equal(out[~reg], d.train.tokens[:3][~reg]) and out.max() < 20
+    assert model.embed(d.train.seqs[:3]).shape == (3, 16)
+
+
+def test_save_load_roundtrip(tmp_path, data):
+    m = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1, seed=3)
+    back = FlexProteinModel.from_pretrained(m.save(tmp_path / "m.pt"))
+    assert np.allclose(back.embed(data.train.tokens[:2]), m.embed(data.train.tokens[:2]))
+
+
+def test_homology_and_propensity(data):
+    hom = HomologyBaseline().fit(data.train, labels=data.train.family)
+    assert np.allclose(hom.predict_structure(data.train.tokens[:3]), data.train.coords[:3])
+    assert np.array_equal(hom.predict_label(data.train.tokens[:3]), data.train.family[:3])
+    assert (
+        "".join("ACDEFGHIKLMNPQRSTVWY"[i] for i in propensity_design(np.array([0, 1, 2]))) == "AFD"
+    )
+
+
+def _write_pdb(path, residues, drop_ca=None):
+    lines, serial = [], 1
+    for i, name in enumerate(residues, start=1):
+        for atom, dx in (("N", 0.0), ("CA", 1.46), ("C", 2.0)):
+            if atom == "CA" and drop_ca == i:
+                continue
+            x, y, z = 3.8 * i + dx, 0.5 * i, 0.0
+            lines.append(
+                f"ATOM  {serial:5d}  {atom:<3s} {name:>3s} A{i:4d}    {x:8.3f}{y:8.3f}{z:8.3f}  1.00{70.0 + i:6.2f}           {atom[0]}"
+            )
+            serial += 1
+    lines.append("END")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_load_structures_pdb_and_handling(tmp_path):
+    p = tmp_path / "t.pdb"
+    _write_pdb(p, ["ALA", "GLY", "MSE", "LEU", "VAL"])
+    s = load_structures(p, plddt_from_bfactor=True)
+    assert s.seqs == ["AGXLV"] and s.counts["unknown_residues"] == 1
+    assert s.coords[0].shape == (5, 3) and np.allclose(s.coords[0].mean(0), 0)
+    assert np.allclose(s.plddt[0], 71.0 + np.arange(5))
+    assert np.allclose(
+        np.linalg.norm(np.diff(s.coords[0], axis=0), axis=1), np.hypot(3.8, 0.5), atol=1e-2
+    )
+    with pytest.raises(ValueError, match="unknown residue"):
+        load_structures(p, on_unknown="error")
+    q = tmp_path / "m.pdb"
+    _write_pdb(q, ["ALA", "GLY", "SER", "LEU"], drop_ca=2)
+    with pytest.raises(ValueError, match="no CA"):
+        load_structures(q)
+    d = load_structures(q, on_missing="drop")
+    assert d.seqs == ["ASL"] and d.counts["dropped_missing_ca"] == 1
+    ps = s.to_protein_set(4)
+    assert ps.tokens.shape == (1, 4) and ps.tokens[0, 2] == 20
+    assert encode_sequence("AGXLV")[2] == 20
+
+
+@pytest.fixture(scope="module")
+def claims_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("flexprotein-claims")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "C1-novel-families",
+        "C2-heavy-mutation",
+        "C3-structure-grounded-embeddings",
+        "C4-codesign-recovery",
+    ],
+)
+def test_claims_smoke(name, claims_dir):
+    from iclr26.claims import contract_problems, run_claim
+
+    rec = run_claim("flexprotein", name, "smoke", out_dir=claims_dir)
+    assert rec["verdict"] != "error", rec["traceback"]
+    assert contract_problems(rec) == []
