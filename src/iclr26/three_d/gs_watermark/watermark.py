@@ -1,0 +1,277 @@
+"""CompMarkGS: the watermark embedding f^w = f + tanh(f') on anchor features, the quantization
+distortion layer (QDL) f~ = f^w + u * q with a learned per-anchor, per-channel step
+q = Q0 (1 + tanh(MLP_q(f^w))), a frozen message decoder on the Haar LL band of renders, the
+message loss BCE(10 * logits, M) ramped in, the hue-masked HSV loss, and a HAC-like anchor-feature
+quantizer as the compressor."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from iclr26 import validation as V
+
+from .anchor import AnchorGS, check_views
+from .losses import frequency_error, hsv_loss, ssim
+from .wavelet import haar_dwt
+
+
+class QuantizationDistortionLayer(nn.Module):
+    """Training: f + u * q, u ~ U(-1/2, 1/2); eval: identity. ``mode`` "learned" predicts q,
+    "uniform" uses the fixed step ``q0``; q is floored at ``q0 / 4``."""
+
+    def __init__(self, feature_dim: int, q0: float = 0.2, mode: str = "learned"):
+        super().__init__()
+        self.feature_dim = V.check_int(feature_dim, "feature_dim", low=1)
+        self.q0 = V.check_scalar(q0, "q0", low=0, low_open=True)
+        self.mode = V.check_choice(mode, "mode", ("learned", "uniform"))
+        self.mlp = nn.Sequential(
+            nn.Linear(feature_dim, feature_dim), nn.ReLU(), nn.Linear(feature_dim, feature_dim)
+        )
+
+    def step(self, f: torch.Tensor) -> torch.Tensor:
+        if self.mode == "uniform":
+            return torch.full_like(f, self.q0)
+        return (self.q0 * (1 + torch.tanh(self.mlp(f)))).clamp_min(self.q0 / 4)
+
+    def forward(self, f: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        V.check_tensor(f, "f", ndim=2, shape=(None, self.feature_dim), floating=True)
+        if not self.training:
+            return f
+        u = torch.rand(f.shape, generator=generator, dtype=f.dtype) - 0.5
+        return f + u * self.step(f)
+
+
+class MessageDecoder(nn.Module):
+    """HiDDeN-style conv decoder of ``bits`` logits from the Haar LL band of an RGB image."""
+
+    def __init__(self, bits: int = 16, channels: int = 32):
+        super().__init__()
+        self.bits = V.check_int(bits, "bits", low=1, high=256)
+        c = V.check_int(channels, "channels", low=1)
+        layers, d = [], 3
+        for _ in range(3):
+            layers += [nn.Conv2d(d, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU()]
+            d = c
+        layers += [
+            nn.Conv2d(c, bits, 3, padding=1),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(bits, bits),
+        ]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, H, W, 3) or (H, W, 3) images in [0, 1] -> (B, bits) logits."""
+        V.check_tensor(images, "images", ndim=(3, 4), floating=True)
+        x = images[None] if images.dim() == 3 else images
+        if x.shape[-1] != 3:
+            raise ValueError(f"images must have 3 channels last, got shape {tuple(images.shape)}")
+        ll = haar_dwt(x.permute(0, 3, 1, 2))[0]
+        return self.net(ll)
+
+
+class _Encoder(nn.Module):
+    def __init__(self, bits: int, channels: int = 32):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3 + bits, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(channels, 3, 3, padding=1),
+        )
+
+    def forward(self, x, m):
+        mm = m[:, :, None, None].expand(-1, -1, *x.shape[-2:])
+        return (x + 0.1 * torch.tanh(self.net(torch.cat([x, mm], 1)))).clamp(0, 1)
+
+
+def pretrain_decoder(
+    bits: int = 16, *, steps: int = 300, size: int = 32, batch: int = 16, seed: int = 0
+) -> MessageDecoder:
+    """Train a HiDDeN encoder/decoder pair on crops of scikit-image pictures with random
+    messages and noise / quantization / blur attacks; return the frozen decoder (eval mode)."""
+    from iclr26.three_d.gs_raster import texture
+
+    bits = V.check_int(bits, "bits", low=1, high=256)
+    steps = V.check_int(steps, "steps", low=1)
+    size = V.check_int(size, "size", low=8)
+    if size % 2:
+        raise ValueError(f"size must be even, got {size}")
+    batch = V.check_int(batch, "batch", low=2)
+    torch.manual_seed(V.check_int(seed, "seed", low=0))
+    pool = torch.stack(
+        [
+            texture(n, size, seed=s)
+            for n in ("astronaut", "coffee", "chelsea", "brick", "rocket", "gravel")
+            for s in range(4)
+        ]
+    )
+    dec, enc = MessageDecoder(bits), _Encoder(bits)
+    opt = torch.optim.Adam([*dec.parameters(), *enc.parameters()], lr=2e-3)
+    for t in range(steps):
+        x = pool[torch.randint(len(pool), (batch,))].permute(0, 3, 1, 2)
+        m = torch.randint(0, 2, (batch, bits)).float()
+        y = enc(x, m)
+        a = t % 3
+        if a == 0:
+            y = y + 0.03 * torch.randn_like(y)
+        elif a == 1:
+            y = y + (torch.round(y * 32) / 32 - y).detach()
+        else:
+            y = F.avg_pool2d(y, 3, 1, 1)
+        logits = dec(y.permute(0, 2, 3, 1))
+        loss = F.binary_cross_entropy_with_logits(logits, m) + F.mse_loss(y, x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    dec.eval()
+    for p in dec.parameters():
+        p.requires_grad_(False)
+    return dec
+
+
+class HACLikeCompressor:
+    """Stand-in for HAC's anchor-feature coding: f -> round(f / step) * step; the rate is the
+    empirical entropy of the symbols (bits)."""
+
+    def __init__(self, step: float = 0.2):
+        self.step = V.check_scalar(step, "step", low=0, low_open=True)
+
+    def encode(self, features: torch.Tensor) -> torch.Tensor:
+        V.check_tensor(features, "features", ndim=2, floating=True)
+        return torch.round(features / self.step).long()
+
+    def decode(self, symbols: torch.Tensor) -> torch.Tensor:
+        V.check_tensor(symbols, "symbols", ndim=2, integer=True)
+        return symbols.float() * self.step
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(features))
+
+    def rate_bits(self, features: torch.Tensor) -> float:
+        s = self.encode(features).reshape(-1)
+        _, counts = torch.unique(s, return_counts=True)
+        p = counts.double() / s.numel()
+        return float(-(p * torch.log2(p)).sum() * s.numel())
+
+
+class CompMarkGS(nn.Module):
+    """Watermark a fitted :class:`AnchorGS` with ``message`` (0/1 vector of the decoder's length).
+
+    ``qdl``: (q0, "learned" | "uniform") or None (no feature noise, the ablation)."""
+
+    def __init__(
+        self, gs: AnchorGS, decoder: MessageDecoder, message, *, qdl=(0.2, "learned"), lambdas=None
+    ):
+        super().__init__()
+        if not isinstance(gs, AnchorGS):
+            raise TypeError(f"gs must be an AnchorGS, got {type(gs).__name__}")
+        if not isinstance(decoder, MessageDecoder):
+            raise TypeError(f"decoder must be a MessageDecoder, got {type(decoder).__name__}")
+        msg = torch.as_tensor(message, dtype=torch.float32)
+        V.check_tensor(msg, "message", ndim=1, low=0, high=1)
+        if not bool(((msg == 0) | (msg == 1)).all()):
+            raise ValueError("message must hold only 0 and 1")
+        if msg.numel() != decoder.bits:
+            raise ValueError(
+                f"message has {msg.numel()} bits but the decoder was trained for {decoder.bits}"
+            )
+        lam = dict(img=10.0, freq=0.1, hsv=0.6, msg=0.45)
+        for key, v in (lambdas or {}).items():
+            V.check_choice(key, "lambdas", tuple(lam))
+            lam[key] = V.check_scalar(v, f"lambdas[{key!r}]", low=0)
+        self.lambdas = lam
+        self.gs, self.decoder = gs, decoder
+        self.register_buffer("message", msg)
+        self.embedding = nn.Parameter(torch.zeros_like(gs.feature))
+        if qdl is None:
+            self.qdl = None
+        else:
+            if not isinstance(qdl, tuple | list) or len(qdl) != 2:
+                raise TypeError("qdl must be (q0, mode) or None")
+            self.qdl = QuantizationDistortionLayer(gs.feature_dim, qdl[0], qdl[1])
+        for p in decoder.parameters():
+            p.requires_grad_(False)
+
+    def watermarked_features(self) -> torch.Tensor:
+        """f^w = f + tanh(f')."""
+        return self.gs.feature + torch.tanh(self.embedding)
+
+    def fit(
+        self,
+        views,
+        cameras,
+        *,
+        steps: int = 200,
+        lr: float = 0.005,
+        ramp: int | None = None,
+        seed: int = 0,
+    ) -> CompMarkGS:
+        views, cameras = check_views(views, cameras)
+        steps = V.check_int(steps, "steps", low=1)
+        lr = V.check_scalar(lr, "lr", low=0, low_open=True)
+        ramp = max(1, steps // 3) if ramp is None else V.check_int(ramp, "ramp", low=1)
+        g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
+        groups = [
+            dict(params=[self.embedding], lr=0.2 * lr * 10),
+            dict(params=list(self.gs.parameters()), lr=lr),
+        ]
+        if self.qdl is not None:
+            groups.append(dict(params=list(self.qdl.parameters()), lr=1e-3))
+        opt = torch.optim.Adam(groups)
+        self.train()
+        self.decoder.eval()
+        for t in range(steps):
+            i = int(torch.randint(len(cameras), (1,), generator=g))
+            f = self.watermarked_features()
+            if self.qdl is not None:
+                f = self.qdl(f, generator=g)
+            img = self.gs.render(cameras[i], f)
+            vol = torch.exp(self.gs.scaling[:, 3:]).prod(dim=1).mean()
+            l_img = (
+                0.65 * (img - views[i]).abs().mean() + 0.35 * (1 - ssim(img, views[i])) + 0.01 * vol
+            )
+            l_img = (
+                l_img
+                + self.lambdas["freq"] * frequency_error(img, views[i]).mean()
+                + self.lambdas["hsv"] * hsv_loss(img, views[i])
+            )
+            logits = self.decoder(img)[0]
+            l_msg = F.binary_cross_entropy_with_logits(10 * logits, self.message)
+            loss = (
+                self.lambdas["img"] * l_img + self.lambdas["msg"] * min(1.0, (t + 1) / ramp) * l_msg
+            )
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        self.eval()
+        return self
+
+    @torch.no_grad()
+    def bit_accuracy(self, cameras, compressor: HACLikeCompressor | None = None) -> float:
+        """Mean bit accuracy over renders of ``cameras`` (optionally after compressing f^w)."""
+        if compressor is not None and not isinstance(compressor, HACLikeCompressor):
+            raise TypeError("compressor must be a HACLikeCompressor or None")
+        if not isinstance(cameras, list | tuple) or not cameras:
+            raise ValueError("cameras must be a non-empty list of cameras")
+        f = self.watermarked_features()
+        if compressor is not None:
+            f = compressor(f)
+        accs = []
+        for cam in cameras:
+            bits = (self.decoder(self.gs.render(cam, f))[0] > 0).float()
+            accs.append(float((bits == self.message).float().mean()))
+        return float(sum(accs) / len(accs))
+
+    @torch.no_grad()
+    def render(self, camera, compressor: HACLikeCompressor | None = None) -> torch.Tensor:
+        f = self.watermarked_features()
+        return self.gs.render(camera, f if compressor is None else compressor(f))
+
+
+def message_bits(bits: int, seed: int = 0) -> torch.Tensor:
+    """A random 0/1 message of ``bits`` bits."""
+    bits = V.check_int(bits, "bits", low=1)
+    g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
+    return torch.randint(0, 2, (bits,), generator=g).float()

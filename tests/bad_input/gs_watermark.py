@@ -1,0 +1,156 @@
+"""Bad-input cases for the CompMarkGS room (read by tests/framework/test_bad_input.py)."""
+
+import torch
+
+from iclr26.three_d.gs_raster import orbit_cameras
+from iclr26.three_d.gs_watermark import (
+    AnchorGS,
+    CompMarkGS,
+    HACLikeCompressor,
+    MessageDecoder,
+    QuantizationDistortionLayer,
+    frequency_error,
+    haar_dwt,
+    haar_idwt,
+    high_pass,
+    hsv_loss,
+    hue_masks,
+    message_bits,
+    pretrain_decoder,
+    psnr,
+    ssim,
+    textured_scene,
+)
+
+NAN = float("nan")
+PTS = torch.tensor([[0.0, 0, 0], [0.5, 0, 0], [0, 0.5, 0]])
+PTS_NAN = PTS.clone()
+PTS_NAN[0, 0] = NAN
+GS = AnchorGS(PTS, feature_dim=4, k=2, voxel=0.2)
+DEC = MessageDecoder(4)
+CAMS = orbit_cameras(2, width=8, height=8)
+VIEWS = torch.rand(2, 8, 8, 3)
+VIEWS_NAN = VIEWS.clone()
+VIEWS_NAN[0, 0, 0, 0] = NAN
+IMG = torch.rand(4, 4, 3)
+
+CASES = [
+    ("AnchorGS", "nan", lambda: AnchorGS(PTS_NAN), ValueError, "points"),
+    ("AnchorGS", "shape", lambda: AnchorGS(PTS[:, :2]), ValueError, "points"),
+    ("AnchorGS", "range", lambda: AnchorGS(PTS, voxel=0.0), ValueError, "voxel"),
+    ("AnchorGS", "range", lambda: AnchorGS(PTS, k=0), ValueError, "k"),
+    ("AnchorGS", "nan", lambda: AnchorGS.fit(VIEWS_NAN, CAMS, PTS, steps=1), ValueError, "views"),
+    (
+        "AnchorGS",
+        "shape",
+        lambda: AnchorGS.fit(VIEWS, CAMS[:1], PTS, steps=1),
+        ValueError,
+        "length",
+    ),
+    ("AnchorGS", "type", lambda: GS.render("cam"), TypeError, "camera"),
+    ("CompMarkGS", "other", lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0, 1, 1]), ValueError, "message"),
+    ("CompMarkGS", "range", lambda: CompMarkGS(GS, DEC, [2, 0, 1, 0]), ValueError, "message"),
+    ("CompMarkGS", "nan", lambda: CompMarkGS(GS, DEC, [NAN, 0, 1, 0]), ValueError, "message"),
+    ("CompMarkGS", "type", lambda: CompMarkGS(GS, "decoder", [1, 0, 1, 0]), TypeError, "decoder"),
+    (
+        "CompMarkGS",
+        "range",
+        lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0], qdl=(-1.0, "learned")),
+        ValueError,
+        "q0",
+    ),
+    (
+        "CompMarkGS",
+        "range",
+        lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0], lambdas={"msg": NAN}),
+        ValueError,
+        "lambdas",
+    ),
+    (
+        "CompMarkGS",
+        "nan",
+        lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0]).fit(VIEWS_NAN, CAMS, steps=1),
+        ValueError,
+        "views",
+    ),
+    (
+        "CompMarkGS",
+        "range",
+        lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0]).fit(VIEWS, CAMS, steps=0),
+        ValueError,
+        "steps",
+    ),
+    ("HACLikeCompressor", "range", lambda: HACLikeCompressor(0.0), ValueError, "step"),
+    ("HACLikeCompressor", "nan", lambda: HACLikeCompressor(NAN), ValueError, "step"),
+    (
+        "HACLikeCompressor",
+        "nan",
+        lambda: HACLikeCompressor(0.1).encode(torch.tensor([[NAN]])),
+        ValueError,
+        "features",
+    ),
+    ("MessageDecoder", "range", lambda: MessageDecoder(0), ValueError, "bits"),
+    ("MessageDecoder", "shape", lambda: DEC(torch.rand(2, 8, 8, 4)), ValueError, "images"),
+    ("MessageDecoder", "nan", lambda: DEC(VIEWS_NAN), ValueError, "images"),
+    (
+        "QuantizationDistortionLayer",
+        "range",
+        lambda: QuantizationDistortionLayer(4, q0=NAN),
+        ValueError,
+        "q0",
+    ),
+    (
+        "QuantizationDistortionLayer",
+        "other",
+        lambda: QuantizationDistortionLayer(4, mode="hac"),
+        ValueError,
+        "mode",
+    ),
+    (
+        "QuantizationDistortionLayer",
+        "shape",
+        lambda: QuantizationDistortionLayer(4)(torch.zeros(3, 5)),
+        ValueError,
+        "f",
+    ),
+    ("haar_dwt", "shape", lambda: haar_dwt(torch.rand(3, 5)), ValueError, "image"),
+    ("haar_dwt", "nan", lambda: haar_dwt(torch.full((2, 2), NAN)), ValueError, "image"),
+    ("haar_idwt", "shape", lambda: haar_idwt(IMG, IMG, IMG, torch.rand(2, 2)), ValueError, "hh"),
+    ("hsv_loss", "shape", lambda: hsv_loss(IMG, torch.rand(4, 5, 3)), ValueError, "target"),
+    (
+        "hsv_loss",
+        "nan",
+        lambda: hsv_loss(torch.full((2, 2, 3), NAN), torch.rand(2, 2, 3)),
+        ValueError,
+        "render",
+    ),
+    ("hue_masks", "shape", lambda: hue_masks(torch.rand(4, 4)), ValueError, "image"),
+    ("message_bits", "range", lambda: message_bits(0), ValueError, "bits"),
+    ("pretrain_decoder", "range", lambda: pretrain_decoder(4, steps=0), ValueError, "steps"),
+    ("pretrain_decoder", "other", lambda: pretrain_decoder(4, size=9), ValueError, "size"),
+    ("psnr", "shape", lambda: psnr(IMG, torch.rand(4, 5, 3)), ValueError, "b"),
+    ("psnr", "nan", lambda: psnr(torch.full((2, 2, 3), NAN), torch.rand(2, 2, 3)), ValueError, "a"),
+    ("ssim", "nan", lambda: ssim(torch.full((8, 8, 3), NAN), torch.rand(8, 8, 3)), ValueError, "a"),
+    ("ssim", "shape", lambda: ssim(torch.rand(8, 8, 3), torch.rand(8, 8)), ValueError, "b"),
+    ("textured_scene", "range", lambda: textured_scene(1), ValueError, "n_views"),
+    ("textured_scene", "range", lambda: textured_scene(4, 4), ValueError, "size"),
+]
+EXEMPT = {}
+CASES += [
+    (
+        "frequency_error",
+        "shape",
+        lambda: frequency_error(IMG, torch.rand(4, 5, 3)),
+        ValueError,
+        "target",
+    ),
+    (
+        "frequency_error",
+        "nan",
+        lambda: frequency_error(torch.full((8, 8, 3), NAN), torch.rand(8, 8, 3)),
+        ValueError,
+        "render",
+    ),
+    ("high_pass", "nan", lambda: high_pass(torch.full((4, 4), NAN)), ValueError, "gray"),
+    ("high_pass", "shape", lambda: high_pass(torch.rand(4, 4, 3)), ValueError, "gray"),
+]
