@@ -221,7 +221,11 @@ def test_hidden_alignment_trains_only_kv_lora(lm):
 def test_tfidf_fallback_needs_no_sentence_encoder(monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "iclr26.models.text", None)  # import now fails
+    import iclr26.models
+
+    # the import fails now, even where another test has already loaded the encoder module
+    monkeypatch.setitem(sys.modules, "iclr26.models.text", None)
+    monkeypatch.delattr(iclr26.models, "text", raising=False)
     data = topic_ratings(seed=2, n_users=2, n_items=60, history=(8, 10))
     sk = InterestSketcher(n_topics=4, encoder="tfidf").fit(np.arange(60), data.item_text)
     assert len(sk.topic_names_) == 4 and all(n.count("/") == 2 for n in sk.topic_names_)
