@@ -1,0 +1,154 @@
+"""Bad-input cases for the Horseshoe Splatting room (read by tests/framework/test_bad_input.py)."""
+
+import numpy as np
+import torch
+
+from iclr26.three_d.gs_raster import orbit_cameras
+from iclr26.three_d.horseshoe_splatting import (
+    GaussianSplatting,
+    HorseshoeSplatting,
+    ause,
+    ig_entropy,
+    ig_expectations,
+    kl_inverse_gamma,
+    make_scene_data,
+    spearman_uncertainty,
+)
+
+NAN, INF = float("nan"), float("inf")
+M = torch.zeros(4, 3)
+M_NAN = M.clone()
+M_NAN[1, 2] = NAN
+CAMS = orbit_cameras(2, width=8, height=8)
+IMGS = torch.rand(2, 8, 8, 3)
+E = np.array([0.1, 0.3, 0.2])
+T1 = torch.tensor([1.0])
+
+
+def _hs(**kw):
+    return HorseshoeSplatting(M, **kw)
+
+
+CASES = [
+    ("HorseshoeSplatting", "nan", lambda: HorseshoeSplatting(M_NAN), ValueError, "init_means"),
+    (
+        "HorseshoeSplatting",
+        "shape",
+        lambda: HorseshoeSplatting(torch.zeros(4, 2)),
+        ValueError,
+        "init_means",
+    ),
+    (
+        "HorseshoeSplatting",
+        "empty",
+        lambda: HorseshoeSplatting(torch.zeros(0, 3)),
+        ValueError,
+        "init_means",
+    ),
+    (
+        "HorseshoeSplatting",
+        "range",
+        lambda: _hs(init_colors=torch.full((4, 3), 2.0)),
+        ValueError,
+        "init_colors",
+    ),
+    ("HorseshoeSplatting", "other", lambda: _hs(prior="cauchy"), ValueError, "prior"),
+    ("HorseshoeSplatting", "range", lambda: _hs(kl_weight=-1.0), ValueError, "kl_weight"),
+    ("HorseshoeSplatting", "range", lambda: _hs(kl_weight=NAN), ValueError, "kl_weight"),
+    ("HorseshoeSplatting", "range", lambda: _hs(mc_train=0), ValueError, "mc_train"),
+    ("HorseshoeSplatting", "range", lambda: _hs(global_scale=0.0), ValueError, "global_scale"),
+    ("HorseshoeSplatting", "inf", lambda: _hs(rho0=INF), ValueError, "rho0"),
+    (
+        "HorseshoeSplatting",
+        "nan",
+        lambda: _hs().fit(IMGS * NAN, CAMS, steps=1),
+        ValueError,
+        "images",
+    ),
+    (
+        "HorseshoeSplatting",
+        "shape",
+        lambda: _hs().fit(IMGS[:1], CAMS, steps=1),
+        ValueError,
+        "images",
+    ),
+    ("HorseshoeSplatting", "type", lambda: _hs().fit(IMGS, [], steps=1), ValueError, "cameras"),
+    ("HorseshoeSplatting", "range", lambda: _hs().fit(IMGS, CAMS, steps=0), ValueError, "steps"),
+    (
+        "HorseshoeSplatting",
+        "range",
+        lambda: _hs().fit(IMGS, CAMS, steps=1, lr=NAN),
+        ValueError,
+        "lr",
+    ),
+    ("HorseshoeSplatting", "type", lambda: _hs().predict("cam"), TypeError, "camera"),
+    (
+        "HorseshoeSplatting",
+        "range",
+        lambda: _hs().predict(CAMS[0], samples=0),
+        ValueError,
+        "samples",
+    ),
+    (
+        "HorseshoeSplatting",
+        "range",
+        lambda: _hs().sparsity_report(rel_threshold=-1),
+        ValueError,
+        "rel_threshold",
+    ),
+    ("GaussianSplatting", "nan", lambda: GaussianSplatting(M_NAN), ValueError, "init_means"),
+    ("GaussianSplatting", "range", lambda: GaussianSplatting(M, mc_test=0), ValueError, "mc_test"),
+    (
+        "ig_expectations",
+        "range",
+        lambda: ig_expectations(torch.tensor([0.0]), T1),
+        ValueError,
+        "shape",
+    ),
+    (
+        "ig_expectations",
+        "nan",
+        lambda: ig_expectations(T1, torch.tensor([NAN])),
+        ValueError,
+        "rate",
+    ),
+    ("ig_expectations", "empty", lambda: ig_expectations(torch.zeros(0), T1), ValueError, "shape"),
+    ("ig_entropy", "inf", lambda: ig_entropy(torch.tensor([INF]), T1), ValueError, "shape"),
+    ("ig_entropy", "range", lambda: ig_entropy(T1, torch.tensor([-1.0])), ValueError, "rate"),
+    (
+        "kl_inverse_gamma",
+        "range",
+        lambda: kl_inverse_gamma(T1, T1, torch.tensor([0.0]), T1),
+        ValueError,
+        "shape_p",
+    ),
+    (
+        "kl_inverse_gamma",
+        "nan",
+        lambda: kl_inverse_gamma(T1, torch.tensor([NAN]), T1, T1),
+        ValueError,
+        "rate_q",
+    ),
+    ("make_scene_data", "range", lambda: make_scene_data(1), ValueError, "n_gt"),
+    ("make_scene_data", "range", lambda: make_scene_data(4, noise=NAN), ValueError, "noise"),
+    ("make_scene_data", "range", lambda: make_scene_data(4, arc_deg=0.0), ValueError, "arc_deg"),
+    ("ause", "nan", lambda: ause(np.array([0.1, NAN, 0.2]), E), ValueError, "error"),
+    ("ause", "shape", lambda: ause(E, E[:2]), ValueError, "uncertainty"),
+    ("ause", "empty", lambda: ause(np.zeros(0), np.zeros(0)), ValueError, "error"),
+    ("ause", "range", lambda: ause(E, E, steps=1), ValueError, "steps"),
+    (
+        "spearman_uncertainty",
+        "inf",
+        lambda: spearman_uncertainty(E, np.array([0.1, INF, 0.2])),
+        ValueError,
+        "uncertainty",
+    ),
+    (
+        "spearman_uncertainty",
+        "shape",
+        lambda: spearman_uncertainty(E, E[:2]),
+        ValueError,
+        "uncertainty",
+    ),
+]
+EXEMPT = {"PRIORS": "a tuple of the accepted prior names; not callable"}
