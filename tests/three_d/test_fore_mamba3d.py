@@ -1,0 +1,211 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from mambapy.mamba import MambaBlock
+
+from iclr26.three_d.fore_mamba3d import (
+    CenterHead,
+    ForeMamba3DBackbone,
+    SASFMamba,
+    SparseNeighbours,
+    SyntheticLidarScenes,
+    VoxelMambaBackbone,
+    average_precision,
+    axis_sparse_conv,
+    center_distance_map,
+    hilbert_index,
+    hilbert_order,
+    rgsw_patches,
+    rotate_coords,
+    train_detector,
+)
+
+GRID = (16, 16, 8)
+
+
+def _full_grid(n):
+    return np.stack(np.meshgrid(*[np.arange(n)] * 3, indexing="ij"), -1).reshape(-1, 3)
+
+
+def test_hilbert_is_a_face_adjacent_permutation():
+    cells = _full_grid(8)
+    h = hilbert_index(cells, 3)
+    assert sorted(h.tolist()) == list(range(512))
+    walk = cells[np.argsort(h)]
+    assert np.all(np.abs(np.diff(walk, axis=0)).sum(1) == 1)
+
+
+def test_hilbert_keeps_neighbours_close_and_rotation_changes_order():
+    cells = _full_grid(8)
+    order = hilbert_order(cells, 0.0, (8, 8, 8))
+    rank = np.empty(len(order), int)
+    rank[order] = np.arange(len(order))
+    key = {tuple(c): i for i, c in enumerate(cells)}
+    pairs = [(key[tuple(c)], key[tuple(c + [1, 0, 0])]) for c in cells if c[0] < 7]
+    gap = np.mean([abs(rank[a] - rank[b]) for a, b in pairs])
+    rand = np.random.default_rng(0).permutation(len(cells))
+    gap_rand = np.mean([abs(rand[a] - rand[b]) for a, b in pairs])
+    assert gap < gap_rand / 3
+    assert not np.array_equal(order, hilbert_order(cells, math.pi / 2, (8, 8, 8)))
+
+
+def test_quarter_rotation_maps_grid_onto_itself():
+    cells = _full_grid(6)
+    rot = rotate_coords(cells, math.pi / 2, (6, 6, 6))
+    assert {tuple(c) for c in rot} == {tuple(c) for c in cells}
+    # (x, y) -> (y, -x) shifted: a hand check on one voxel
+    assert rotate_coords(np.array([[1, 2, 3]]), math.pi / 2, (6, 6, 6)).tolist() == [[2, 4, 3]]
+
+
+def test_rgsw_patches_cover_once_and_straddle():
+    base = rgsw_patches(200, 64, shift=False)
+    slide = rgsw_patches(200, 64, shift=True)
+    for parts in (base, slide):
+        assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(200))
+    assert len(base) == math.ceil(200 / 64)
+    for i in range(len(base) - 1):
+        b, n = base[i], base[i + 1]
+        s = slide[i + 1]
+        assert s[0] == b[len(b) // 2] and s[-1] == n[len(n) // 2 - 1]
+
+
+def _block(**kw):
+    torch.manual_seed(0)
+    return SASFMamba(8, d_state=4, **kw)
+
+
+def test_exposed_states_reproduce_mambapy_block():
+    blk = _block(use_saf=False, use_ssf=False, bidirectional=False)
+    assert isinstance(blk.cell, MambaBlock)
+    x = torch.randn(2, 11, 8)
+    ref = x + blk.cell(blk.norm(x))
+    assert torch.allclose(blk(x), ref, atol=1e-5)
+
+
+def test_bidirectional_reverse_symmetry():
+    blk = _block(use_saf=False, use_ssf=False)
+    x = torch.randn(1, 13, 8)
+    assert torch.allclose(blk(x.flip(1)), blk(x).flip(1), atol=1e-5)
+
+
+def test_pads_leave_states_untouched():
+    blk = _block(use_saf=False, use_ssf=False)
+    x = torch.randn(1, 9, 8)
+    xp = torch.cat([x, torch.randn(1, 4, 8)], 1)
+    valid = torch.arange(13)[None] < 9
+    assert torch.allclose(blk(xp, valid)[:, :9], blk(x), atol=1e-5)
+
+
+def test_axis_sparse_conv_equals_dense_conv3d():
+    torch.manual_seed(0)
+    n, k, ch = 5, 3, 2
+    coords = torch.from_numpy(_full_grid(n))
+    vals = torch.randn(len(coords), ch)
+    w = torch.randn(3, k, ch)
+    out = axis_sparse_conv(vals, SparseNeighbours(coords, k // 2), w)
+    dense = vals.t().reshape(1, ch, n, n, n)
+    ref = 0
+    for axis in range(3):
+        shape = [1, 1, 1]
+        shape[axis] = k
+        kern = w[axis].t().reshape(ch, 1, *shape)
+        pad = [s // 2 for s in shape]
+        ref = ref + torch.nn.functional.conv3d(dense, kern, padding=pad, groups=ch)
+    assert torch.allclose(out, ref.reshape(ch, -1).t(), atol=1e-5)
+
+
+def test_saf_makes_scan_non_causal_through_same_class_states():
+    blk = _block(use_saf=True, use_ssf=False, bidirectional=False)
+    with torch.no_grad():
+        blk.saf_weight.normal_()
+    L = 10
+    x = torch.randn(1, L, 8, requires_grad=True)
+    ids = torch.arange(L)[None]
+    sem = torch.tensor([1, 0, 0, 0, 0, 0, 0, 0, 0, 1])  # voxels 0 and 9 share a class
+    y = blk(x, None, ids, sem, None)
+    (g,) = torch.autograd.grad(y[0, 0].sum(), x)
+    assert g[0, 9].abs().sum() > 0  # a later voxel of the same class reaches voxel 0
+    plain = _block(use_saf=False, use_ssf=False, bidirectional=False)
+    y = plain(x, None, ids, sem, None)
+    (g,) = torch.autograd.grad(y[0, 0].sum(), x)
+    assert g[0, 9].abs().sum() == 0  # a causal scan cannot
+
+
+def test_saf_ssf_identity_at_init():
+    x = torch.randn(2, 6, 8)
+    ids = torch.arange(12).reshape(2, 6)
+    coords = torch.from_numpy(_full_grid(3)[:12])
+    sem = torch.randint(0, 3, (12,))
+    nb = SparseNeighbours(coords, 3)
+    a = _block(use_saf=True, use_ssf=True)(x, None, ids, sem, nb)
+    b = _block(use_saf=False, use_ssf=False)(x, None, ids, sem, nb)
+    assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return SyntheticLidarScenes(2, grid_shape=GRID, seed=1)[0]
+
+
+def _tiny(**kw):
+    torch.manual_seed(0)
+    return ForeMamba3DBackbone(dim=8, grid_shape=GRID, patch_len=16, d_state=4, **kw)
+
+
+def test_scene_statistics(scene):
+    assert len(scene.coords) > 50 and scene.fg.mean() < 0.5  # background dominates
+    assert torch.equal(scene.fg > 0, scene.sem > 0)
+    assert (scene.coords.max(0).values < torch.tensor(GRID)).all()
+
+
+def test_sampler_keeps_ceil_alpha_n_and_bypass_restores(scene):
+    bb = _tiny(fg_ratio=0.2).eval()
+    with torch.no_grad():
+        out = bb(scene.coords, scene.feats)
+    n = len(scene.coords)
+    k = math.ceil(0.2 * n)
+    assert len(out["fg_index"]) == k == len(set(out["fg_index"].tolist()))
+    assert out["fg_index"].tolist() == torch.topk(out["fg_logits"], k).indices.tolist()
+    assert out["bev"].shape == (1, 8, GRID[0] // 2, GRID[1] // 2)
+    counts = bb.tokens_per_layer(n)
+    m0, m1 = len(rgsw_patches(k, 16, False)), len(rgsw_patches(k, 16, True))
+    assert out["tokens_processed"] == counts["tokens"] == 2 * (3 * k + 2 * m0 + m1)
+    assert VoxelMambaBackbone(dim=8, grid_shape=GRID).tokens_per_layer(n)["tokens"] == 3 * n
+
+
+def test_summed_rotations_invariant_to_rotation_order(scene):
+    bb = _tiny().eval()
+    with torch.no_grad():
+        a = bb(scene.coords, scene.feats)["bev"]
+        bb.thetas = bb.thetas[::-1]
+        bb.layers = torch.nn.ModuleList(list(bb.layers)[::-1])
+        b = bb(scene.coords, scene.feats)["bev"]
+    assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_empty_point_cloud_is_a_clear_error():
+    bb = _tiny()
+    with pytest.raises(ValueError, match="coords"):
+        bb(torch.zeros(0, 3, dtype=torch.long), torch.zeros(0, 4))
+
+
+def test_average_precision_hand_values():
+    assert average_precision([0.9, 0.8, 0.7], [True, False, True], 2) == pytest.approx(
+        0.5 + 0.5 * 2 / 3
+    )
+    boxes = np.array([[2.0, 3.0, 0, 4, 2, 1.5, 0], [8.0, 8.0, 0, 0.6, 0.6, 1.7, 0]])
+    labels = np.array([0, 1])
+    perfect = [[(0, 0.9, 2.1, 3.0), (1, 0.8, 8.0, 8.4)]]
+    assert center_distance_map(perfect, [(boxes, labels)]) == pytest.approx(1.0)
+    off = [[(0, 0.9, 3.5, 3.0), (1, 0.8, 8.0, 8.4)]]  # car 1.5 m off: a hit only at 2 m
+    assert center_distance_map(off, [(boxes, labels)]) == pytest.approx(0.75)
+
+
+def test_tiny_training_lowers_heatmap_loss():
+    data = SyntheticLidarScenes(3, grid_shape=GRID, seed=2)
+    bb = _tiny()
+    head = CenterHead(bb.out_ch, hidden=8)
+    hist = train_detector(bb, head, data, steps=16, lr=5e-3)
+    assert np.mean(hist[-4:]) < np.mean(hist[:4])
