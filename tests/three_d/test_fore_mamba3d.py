@@ -209,3 +209,15 @@ def test_tiny_training_lowers_heatmap_loss():
     head = CenterHead(bb.out_ch, hidden=8)
     hist = train_detector(bb, head, data, steps=16, lr=5e-3)
     assert np.mean(hist[-4:]) < np.mean(hist[:4])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["C1-accuracy-at-lower-cost", "C2-fixes-beat-naive-fore-only", "C3-faster-than-all-voxel"],
+)
+def test_claims_run_at_smoke_scale(name, tmp_path):
+    from iclr26.claims import run_claim
+
+    record = run_claim("fore_mamba3d", name, "smoke", out_dir=tmp_path)
+    assert record["verdict"] in ("reproduced", "not reproduced"), record.get("reason")
+    assert record["metrics"] and record["baseline"]
