@@ -6,7 +6,7 @@ import torch
 from scipy import stats
 
 from iclr26.claims import contract_problems, run_claim
-from iclr26.three_d.gs_raster import orbit_cameras
+from iclr26.three_d.gs_raster import orbit_cameras, sh_to_color
 from iclr26.three_d.horseshoe_splatting import (
     GaussianSplatting,
     HorseshoeSplatting,
@@ -91,6 +91,121 @@ def test_gaussian_prior_kl_closed_form():
     assert float(GaussianSplatting(torch.zeros(2, 3)).kl()) == 0.0
 
 
+def test_laplace_prior_kl_matches_monte_carlo():
+    m = HorseshoeSplatting(torch.zeros(2, 3), prior="laplace", prior_std=0.3, rho0=-1.5)
+    sig = float(m.sigma[0, 0].detach())
+    s = RNG.standard_normal(400_000) * sig
+    mc = np.mean(stats.norm(0, sig).logpdf(s) - stats.laplace(0, 0.3).logpdf(s))
+    assert float(m.kl().detach()) == pytest.approx(6 * mc, rel=0.01)
+    # a wider q pays more against the sharp Laplace prior than against a unit Gaussian prior
+    wide = HorseshoeSplatting(torch.zeros(1, 3), prior="laplace", prior_std=0.05, rho0=0.0)
+    narrow = HorseshoeSplatting(torch.zeros(1, 3), prior="gaussian", rho0=0.0)
+    assert float(wide.kl().detach()) > float(narrow.kl().detach())
+
+
+def test_posterior_std_per_prior():
+    torch.manual_seed(0)
+    means = torch.zeros(300, 3)
+    gp = HorseshoeSplatting(means, prior="gaussian", rho0=-2.0, seed=1)
+    std = gp.posterior_std(samples=400)
+    assert float(std.mean()) == pytest.approx(float(gp.sigma.detach().mean()), rel=0.05)
+    assert float(GaussianSplatting(means).posterior_std().abs().max()) == 0.0
+    hs = HorseshoeSplatting(means, rho0=-2.0, seed=1)
+    # ancestral draws: sigma * theta * lambda * eps with theta, lambda clamped to <= 1
+    assert 0 < float(hs.posterior_std(samples=400).median()) < float(hs.sigma.detach().median())
+
+
+def test_sh_colour_is_view_dependent_only_through_higher_bands():
+    colors = torch.tensor([[0.2, 0.6, 0.9]])
+    m = HorseshoeSplatting(torch.zeros(1, 3), colors, sh_degree=2)
+    assert m.sh_rest.shape == (1, 8, 3)
+    sh = torch.cat([m.sh_dc, m.sh_rest], 1).detach()
+    for d in (torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([[0.0, -1.0, 0.5]])):
+        assert torch.allclose(sh_to_color(sh, d, 2), colors, atol=1e-6)
+    cams = orbit_cameras(2, arc_deg=90.0, width=16, height=16)
+    with torch.no_grad():
+        m.beta.fill_(math.log(0.3))
+        m.opacity_logits.fill_(4.0)
+        same = [m.render_point(c).image[8, 8] for c in cams]
+        m.sh_rest[0, 0] = torch.tensor([0.5, -0.5, 0.5])
+        diff = [m.render_point(c).image[8, 8] for c in cams]
+    assert torch.allclose(same[0], same[1], atol=1e-5)
+    assert float((diff[0] - diff[1]).abs().max()) > 0.05
+
+
+def _hot_model():
+    """Four splats: 0 small and hot (clone), 1 large and hot (split), 2 cold, 3 transparent."""
+    m = HorseshoeSplatting(torch.randn(4, 3) * 0.1, prior="horseshoe", seed=0)
+    with torch.no_grad():
+        m.beta.copy_(
+            torch.log(torch.tensor([[0.01] * 3, [0.2, 0.1, 0.05], [0.05] * 3, [0.05] * 3]))
+        )
+        m.lam_b.copy_(torch.arange(4.0)[:, None].expand(4, 3))
+        m.opacity_logits.copy_(torch.tensor([0.0, 0.0, 0.0, -8.0]))
+    m._reset_grad_stats()
+    m._grad_sum.copy_(torch.tensor([1.0, 1.0, 0.0, 0.0]))
+    m._grad_count.fill_(1)
+    m.densify_log = []
+    return m
+
+
+def test_densify_clones_splits_prunes_and_carries_posterior_and_adam_state():
+    m = _hot_model()
+    opt = m._optimizer(0.01, 0.01)
+    loss = m.loss(torch.rand(8, 8, 3), orbit_cameras(1, width=8, height=8)[0])
+    loss.backward()
+    opt.step()
+    old_beta = m.beta.detach().clone()
+    m._densify_and_prune(opt, 0.5, 0.05, 0.005, step=1)
+    # kept: 0 (its clone too), 2; split 1 -> two children; 3 pruned (opacity < 0.005)
+    assert m.densify_log[-1] == {"step": 1, "cloned": 1, "split": 1, "pruned": 1, "splats": 5}
+    for name in ("means", "beta", "rho", "quats", "lam_a", "lam_b", "nu_a", "nu_b", "sh_rest"):
+        assert getattr(m, name).shape[0] == 5, name
+    # rows: survivors 0, 2; the clone of 0; the two children of 1
+    # (one Adam step of lr 0.01 moved them a little)
+    assert torch.allclose(
+        m.lam_b[:, 0].detach(), torch.tensor([0.0, 2.0, 0.0, 1.0, 1.0]), atol=0.02
+    )
+    assert torch.allclose(m.beta[3:].detach(), old_beta[1].expand(2, 3) - math.log(1.6))
+    assert torch.equal(m.means[2].detach(), m.means[0].detach())
+    params = {id(p) for g in opt.param_groups for p in g["params"]}
+    assert (
+        id(m.beta) in params and id(m.lam_a) in params and len(params) == len(list(m.parameters()))
+    )
+    st = opt.state[m.beta]
+    assert st["exp_avg"].shape == (5, 3) and float(st["exp_avg"][2:].abs().sum()) == 0.0
+    assert float(st["exp_avg"][:2].abs().sum()) > 0
+    loss = m.loss(torch.rand(8, 8, 3), orbit_cameras(1, width=8, height=8)[0])
+    loss.backward()
+    opt.step()  # the optimizer trains the new tensors
+    assert m._grad_sum.shape == (5,)
+
+
+def test_fit_with_densification_grows_and_resets_opacity():
+    d = make_scene_data(6, size=16, n_train=2, n_test=1, texels=3, seed=0)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1)
+    n0 = m.means.shape[0]
+    m.fit(
+        d["train_images"],
+        d["train_cams"],
+        steps=4,
+        densify_from=2,
+        densify_every=2,
+        densify_until=5,
+        grad_threshold=1e-3,
+        opacity_reset_every=4,
+    )
+    assert len(m.densify_log) == 2 and m.means.shape[0] > n0
+    assert m.lam_a.shape[0] == m.means.shape[0] == m.sh_dc.shape[0]
+    assert (
+        float(torch.sigmoid(m.opacity_logits).max()) <= 0.01 + 1e-6
+    )  # reset at step 4, after densifying
+    off = HorseshoeSplatting(d["init_means"], mc_train=1).fit(
+        d["train_images"], d["train_cams"], steps=3
+    )
+    assert off.densify_log == [] and off.means.shape[0] == n0  # 3DGS default starts at 500
+
+
 def test_point_mass_posterior_reduces_to_3dgs():
     torch.manual_seed(1)
     means = torch.randn(20, 3) * 0.4
@@ -155,7 +270,13 @@ def test_scene_data_has_structured_sparsity():
 
 @pytest.mark.parametrize(
     "name",
-    ["fidelity-matches-3dgs", "useful-uncertainty", "structured-sparsity", "render-overhead"],
+    [
+        "fidelity-matches-3dgs",
+        "useful-uncertainty",
+        "structured-sparsity",
+        "render-overhead",
+        "contraction-trend",
+    ],
 )
 def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("horseshoe_splatting", name, "smoke", out_dir=tmp_path)

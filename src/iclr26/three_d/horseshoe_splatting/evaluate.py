@@ -58,16 +58,18 @@ def make_scene_data(
             **scene.as_kwargs(), camera=cam, background=bg, backend="torch"
         ).image.detach()
 
-    gen = torch.Generator().manual_seed(seed)
-    train = torch.stack([shot(c) for c in train_cams])
-    train = (train + noise * torch.randn(train.shape, generator=gen)).clamp(0.0, 1.0)
-    test = torch.stack([shot(c) for c in test_cams])
+    # separate streams: the init and the test views do not depend on how many training views
+    init_gen = torch.Generator().manual_seed(seed)
+    noise_gen = torch.Generator().manual_seed(seed + 1)
     init = torch.cat(
         [
-            scene.means + 0.05 * torch.randn(scene.means.shape, generator=gen),
+            scene.means + 0.05 * torch.randn(scene.means.shape, generator=init_gen),
             torch.as_tensor(rng.uniform(-0.8, 0.8, (n_gt // 2, 3)), dtype=torch.float32),
         ]
     )
+    train = torch.stack([shot(c) for c in train_cams])
+    train = (train + noise * torch.randn(train.shape, generator=noise_gen)).clamp(0.0, 1.0)
+    test = torch.stack([shot(c) for c in test_cams])
     return {
         "scene": scene,
         "thin": thin_all,

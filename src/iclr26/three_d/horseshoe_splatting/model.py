@@ -4,7 +4,10 @@ axis, theta_j ~ C+(0, b) per axis, written with the inverse-Gamma augmentation
 (lambda^2 | nu ~ IG(1/2, 1/nu), nu ~ IG(1/2, 1), theta^2 | xi ~ IG(1/2, 1/xi), xi ~ IG(1/2, 1/b^2)).
 A mean-field q mirrors the augmentation (Gaussian on s, IG on the rest), trained jointly with
 the splats by Adam on Gaussian-NLL reconstruction + kl_weight * KL. Prediction draws the
-hierarchy ancestrally (M renders) for a predictive mean and a per-pixel std."""
+hierarchy ancestrally (M renders) for a predictive mean and a per-pixel std. The ablation priors
+of the paper's Table 3 share everything else: a Gaussian N(beta, prior_std^2) and a Laplace
+Laplace(beta, prior_std) prior on s, both with closed-form KL against the Gaussian q(s).
+Colour is view-dependent spherical harmonics of degree ``sh_degree`` (as 3DGS)."""
 
 from __future__ import annotations
 
@@ -15,11 +18,25 @@ import torch.nn.functional as F
 from torch import nn
 
 from iclr26 import validation as V
-from iclr26.three_d.gs_raster import Camera, render
+from iclr26.three_d.gs_raster import Camera, quat_to_rotmat, render, rgb_to_sh0
 
 from .inverse_gamma import _e_inv, _e_log, _entropy, _expected_log_ig, _kl
 
-PRIORS = ("horseshoe", "gaussian", "none")
+PRIORS = ("horseshoe", "gaussian", "laplace", "none")
+# tensors with one row per splat (densification clones, splits and prunes them together)
+PER_SPLAT = (
+    "means",
+    "beta",
+    "rho",
+    "quats",
+    "opacity_logits",
+    "sh_dc",
+    "sh_rest",
+    "lam_a",
+    "lam_b",
+    "nu_a",
+    "nu_b",
+)
 
 
 def _inv_softplus(x: float) -> float:
@@ -30,8 +47,9 @@ class HorseshoeSplatting(nn.Module):
     """Bayesian 3DGS with a prior on the three diagonal log-scales of every splat.
 
     ``prior``: ``"horseshoe"`` (the paper), ``"gaussian"`` (same VI, s ~ N(beta, prior_std^2),
-    no shrinkage) or ``"none"`` (deterministic 3DGS: point estimate, no KL).
-    Splats are initialised from ``init_means`` (N, 3) and ``init_colors`` (N, 3) in (0, 1)."""
+    no shrinkage), ``"laplace"`` (same VI, s ~ Laplace(beta, prior_std)) or ``"none"``
+    (deterministic 3DGS: point estimate, no KL). Splats are initialised from ``init_means``
+    (N, 3) and ``init_colors`` (N, 3) in [0, 1] (the SH DC band; higher bands start at 0)."""
 
     def __init__(
         self,
@@ -48,6 +66,7 @@ class HorseshoeSplatting(nn.Module):
         prior_std: float = 1.0,
         pixel_std0: float = 0.05,
         clamp_samples: bool = True,
+        sh_degree: int = 3,
         background=(1.0, 1.0, 1.0),
         seed: int = 0,
     ) -> None:
@@ -69,11 +88,11 @@ class HorseshoeSplatting(nn.Module):
         self.prior_std = V.check_scalar(prior_std, "prior_std", low=0, low_open=True)
         pixel_std0 = V.check_scalar(pixel_std0, "pixel_std0", low=0, low_open=True)
         self.clamp_samples = V.check_bool(clamp_samples, "clamp_samples")
+        self.sh_degree = V.check_int(sh_degree, "sh_degree", low=0, high=3)
         self.background = torch.as_tensor(background, dtype=torch.float32)
         V.check_tensor(self.background, "background", shape=(3,), floating=True, low=0.0, high=1.0)
         self.generator = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
         f = torch.float32
-        c = init_colors.to(f).clamp(1e-3, 1 - 1e-3)
         self.means = nn.Parameter(init_means.detach().to(f).clone())
         self.beta = nn.Parameter(torch.full((n, 3), math.log(init_scale)))  # posterior mean of s
         self.rho = nn.Parameter(torch.full((n, 3), rho0))  # sigma = softplus(rho)
@@ -81,7 +100,8 @@ class HorseshoeSplatting(nn.Module):
         quats[:, 0] = 1.0
         self.quats = nn.Parameter(quats + 0.01 * torch.randn(n, 4, generator=self.generator))
         self.opacity_logits = nn.Parameter(torch.full((n,), 0.0))
-        self.color_logits = nn.Parameter(torch.log(c / (1 - c)))
+        self.sh_dc = nn.Parameter(rgb_to_sh0(init_colors.detach().to(f))[:, None, :].clone())
+        self.sh_rest = nn.Parameter(torch.zeros(n, (self.sh_degree + 1) ** 2 - 1, 3))
         self.pixel_rho = nn.Parameter(torch.tensor(_inv_softplus(pixel_std0)))
         # IG factors (shape, rate) through softplus: lambda^2, nu (N, 3); theta^2, xi (3,)
         half, one = _inv_softplus(0.5), _inv_softplus(1.0)
@@ -107,9 +127,13 @@ class HorseshoeSplatting(nn.Module):
         if self.prior == "none":
             return self.beta.new_zeros(())
         sigma = self.sigma
+        s0 = self.prior_std
         if self.prior == "gaussian":
-            s0 = self.prior_std
             return (math.log(s0) - torch.log(sigma) + sigma**2 / (2 * s0**2) - 0.5).sum()
+        if self.prior == "laplace":
+            # -H[N(beta, sigma^2)] - E_q[log Laplace(s; beta, s0)], E_q|s - beta| = sigma sqrt(2/pi)
+            neg_entropy = -0.5 * torch.log(2 * math.pi * math.e * sigma**2)
+            return (neg_entropy + math.log(2 * s0) + sigma * math.sqrt(2 / math.pi) / s0).sum()
         la, lb = self._ig(self.lam_a, self.lam_b)
         na, nb = self._ig(self.nu_a, self.nu_b)
         ta, tb = self._ig(self.theta_a, self.theta_b)
@@ -165,7 +189,7 @@ class HorseshoeSplatting(nn.Module):
             self.quats,
             torch.sigmoid(self.opacity_logits),
             camera,
-            colors=torch.sigmoid(self.color_logits),
+            sh=torch.cat([self.sh_dc, self.sh_rest], 1),
             background=self.background.to(self.beta.device),
             backend="torch",
         )
@@ -173,20 +197,46 @@ class HorseshoeSplatting(nn.Module):
     # ------------------------------------------------------------------ fit / predict
     def loss(self, image: torch.Tensor, camera: Camera) -> torch.Tensor:
         """Per-pixel mean Gaussian NLL over ``mc_train`` q draws + kl_weight * KL / #scales."""
+        return self._loss(image, camera)[0]
+
+    def _loss(self, image: torch.Tensor, camera: Camera):
         var = F.softplus(self.pixel_rho) ** 2 + 1e-8
         draws = 1 if self.prior == "none" else self.mc_train
-        nll = 0.0
+        nll, outs = 0.0, []
         for _ in range(draws):
-            pred = self.render_with(self.sample_log_scales(), camera).image
+            out = self.render_with(self.sample_log_scales(), camera)
+            if out.means2d.requires_grad:
+                out.means2d.retain_grad()  # screen-space gradients drive densification
+            outs.append(out)
+            pred = out.image
             nll = (
                 nll + (0.5 * (image - pred) ** 2 / var + 0.5 * torch.log(2 * math.pi * var)).mean()
             )
-        return nll / draws + self.kl_weight * self.kl() / self.beta.numel()
+        return nll / draws + self.kl_weight * self.kl() / max(self.beta.numel(), 1), outs
 
     def fit(
-        self, images, cameras, *, steps: int = 500, lr: float = 0.01, horseshoe_lr: float = 0.01
+        self,
+        images,
+        cameras,
+        *,
+        steps: int = 500,
+        lr: float = 0.01,
+        horseshoe_lr: float = 0.01,
+        densify_from: int = 500,
+        densify_until: int = 15_000,
+        densify_every: int = 100,
+        grad_threshold: float = 2e-4,
+        percent_dense: float = 0.01,
+        min_opacity: float = 0.005,
+        opacity_reset_every: int | None = 3000,
     ):
-        """Adam on random training views, one view per step."""
+        """Adam on random training views, one view per step, with the 3DGS densification
+        schedule: every ``densify_every`` steps in ``[densify_from, densify_until)`` splats whose
+        mean screen-space (NDC) position gradient reaches ``grad_threshold`` are cloned (small:
+        max scale <= ``percent_dense`` x scene extent) or split in two (large; children drawn
+        from the splat, scales / 1.6), splats with opacity < ``min_opacity`` are pruned, and
+        every ``opacity_reset_every`` steps (None: never) opacities are reset to <= 0.01. All
+        per-splat posterior tensors (beta, rho, the local IG factors) follow their splat."""
         if (
             not isinstance(cameras, (list, tuple))
             or not cameras
@@ -207,29 +257,142 @@ class HorseshoeSplatting(nn.Module):
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0, low_open=True)
         horseshoe_lr = V.check_scalar(horseshoe_lr, "horseshoe_lr", low=0, low_open=True)
-        ig = [
-            self.lam_a,
-            self.lam_b,
-            self.nu_a,
-            self.nu_b,
-            self.theta_a,
-            self.theta_b,
-            self.xi_a,
-            self.xi_b,
-        ]
-        ig_ids = {id(p) for p in ig}
-        rest = [p for p in self.parameters() if id(p) not in ig_ids]
-        opt = torch.optim.Adam([{"params": rest, "lr": lr}, {"params": ig, "lr": horseshoe_lr}])
+        densify_from = V.check_int(densify_from, "densify_from", low=0)
+        densify_until = V.check_int(densify_until, "densify_until", low=0)
+        densify_every = V.check_int(densify_every, "densify_every", low=1)
+        grad_threshold = V.check_scalar(grad_threshold, "grad_threshold", low=0, low_open=True)
+        percent_dense = V.check_scalar(percent_dense, "percent_dense", low=0, low_open=True)
+        min_opacity = V.check_scalar(min_opacity, "min_opacity", low=0, high=1)
+        if opacity_reset_every is not None:
+            opacity_reset_every = V.check_int(opacity_reset_every, "opacity_reset_every", low=1)
+        centres = torch.stack([c.center.detach().cpu().float() for c in cameras])
+        extent = 1.1 * float((centres - centres.mean(0)).norm(dim=1).max())  # 3DGS's extent
+        extent = max(extent, 1e-6)
+        opt = self._optimizer(lr, horseshoe_lr)
         order = torch.randint(0, len(cameras), (steps,), generator=self.generator)
         self.history = []
-        for i in order.tolist():
+        self.densify_log = []
+        self._reset_grad_stats()
+        for step, i in enumerate(order.tolist(), start=1):
             opt.zero_grad()
-            loss = self.loss(images[i].float().to(self.beta.device), cameras[i])
+            loss, outs = self._loss(images[i].float().to(self.beta.device), cameras[i])
             loss.backward()
             torch.nn.utils.clip_grad_norm_([self.theta_a, self.theta_b, self.xi_a, self.xi_b], 5.0)
             opt.step()
             self.history.append(float(loss.detach()))
+            if step < densify_until:
+                self._accumulate_grad_stats(outs, cameras[i])
+                if step >= densify_from and step % densify_every == 0:
+                    self._densify_and_prune(
+                        opt, grad_threshold, percent_dense * extent, min_opacity, step
+                    )
+                if opacity_reset_every is not None and step % opacity_reset_every == 0:
+                    self._reset_opacity(opt)
         return self
+
+    # ------------------------------------------------------------------ densification (3DGS)
+    def _optimizer(self, lr: float, horseshoe_lr: float) -> torch.optim.Adam:
+        ig = ["lam_a", "lam_b", "nu_a", "nu_b", "theta_a", "theta_b", "xi_a", "xi_b"]
+        groups = {"rest": [], "ig": [], "sh_rest": []}
+        for name, p in self.named_parameters():
+            key = "ig" if name in ig else "sh_rest" if name == "sh_rest" else "rest"
+            groups[key].append(p)
+        return torch.optim.Adam(
+            [
+                {"params": groups["rest"], "lr": lr},
+                {"params": groups["sh_rest"], "lr": lr / 20},  # 3DGS: higher SH bands lr / 20
+                {"params": groups["ig"], "lr": horseshoe_lr},
+            ]
+        )
+
+    def _reset_grad_stats(self) -> None:
+        n = self.means.shape[0]
+        self._grad_sum = torch.zeros(n, device=self.beta.device)
+        self._grad_count = torch.zeros(n, device=self.beta.device)
+
+    @torch.no_grad()
+    def _accumulate_grad_stats(self, outs, camera: Camera) -> None:
+        """Add this step's screen-space gradient norm (NDC units, as 3DGS; summed over the MC
+        renders, which share the splat positions) to every splat the view saw."""
+        grads = [out.means2d.grad for out in outs if out.means2d.grad is not None]
+        if not grads:
+            return
+        to_ndc = torch.tensor([camera.width / 2, camera.height / 2], device=self.beta.device)
+        seen = torch.stack([out.radii > 0 for out in outs]).any(0)
+        norm = (torch.stack(grads).sum(0) * to_ndc).norm(dim=-1)
+        self._grad_sum[seen] += norm[seen]
+        self._grad_count[seen] += 1
+
+    @torch.no_grad()
+    def _densify_and_prune(self, opt, grad_threshold, dense_scale, min_opacity, step) -> None:
+        grads = self._grad_sum / self._grad_count.clamp_min(1)
+        hot = grads >= grad_threshold
+        max_scale = torch.exp(self.beta).max(1).values
+        clone = hot & (max_scale <= dense_scale)
+        split = hot & (max_scale > dense_scale)
+        n = self.means.shape[0]
+        ids = torch.arange(n, device=self.beta.device)
+        split_ids = ids[split].repeat(2)
+        src = torch.cat([ids[~split], ids[clone], split_ids])
+        fresh = torch.zeros(src.numel(), dtype=torch.bool, device=src.device)
+        fresh[int((~split).sum()) :] = True  # clones and split children start with zero moments
+        n_split = split_ids.numel()
+        new_means = new_beta = None
+        if n_split:
+            std = torch.exp(self.beta[split_ids])
+            noise = torch.randn(std.shape, generator=self.generator).to(std.device) * std
+            rot = quat_to_rotmat(self.quats[split_ids])
+            new_means = self.means[split_ids] + (rot @ noise[..., None]).squeeze(-1)
+            new_beta = self.beta[split_ids] - math.log(1.6)
+        # 3DGS prunes after densifying (new splats carry their parent's opacity)
+        alive = torch.sigmoid(self.opacity_logits[src]) >= min_opacity
+        overrides = {}
+        if n_split:
+            overrides["means"] = (slice(src.numel() - n_split, None), new_means)
+            overrides["beta"] = (slice(src.numel() - n_split, None), new_beta)
+        self._reindex(opt, src, fresh, overrides, alive)
+        self.densify_log.append(
+            {
+                "step": step,
+                "cloned": int(clone.sum()),
+                "split": int(split.sum()),
+                "pruned": int((~alive).sum()),
+                "splats": int(self.means.shape[0]),
+            }
+        )
+        self._reset_grad_stats()
+
+    @torch.no_grad()
+    def _reindex(self, opt, src, fresh, overrides, keep) -> None:
+        """Replace every per-splat tensor by its rows ``src`` (then ``overrides``, then only the
+        rows in ``keep``), carrying Adam's moments along (zero for ``fresh`` rows)."""
+        slot = {id(p): (g, k) for g in opt.param_groups for k, p in enumerate(g["params"])}
+        for name in PER_SPLAT:
+            old = getattr(self, name)
+            data = old.detach()[src].clone()
+            if name in overrides:
+                rows, value = overrides[name]
+                data[rows] = value
+            new = nn.Parameter(data[keep])
+            state = opt.state.pop(old, None)
+            if state:
+                for key in ("exp_avg", "exp_avg_sq"):
+                    moment = state[key][src].clone()
+                    moment[fresh] = 0
+                    state[key] = moment[keep]
+                opt.state[new] = state
+            group, k = slot[id(old)]
+            group["params"][k] = new
+            setattr(self, name, new)
+
+    @torch.no_grad()
+    def _reset_opacity(self, opt) -> None:
+        cap = math.log(0.01 / 0.99)
+        self.opacity_logits.data.clamp_(max=cap)
+        state = opt.state.get(self.opacity_logits)
+        if state:
+            state["exp_avg"].zero_()
+            state["exp_avg_sq"].zero_()
 
     @torch.no_grad()
     def predict(self, camera: Camera, *, return_std: bool = False, samples: int | None = None):
@@ -257,6 +420,16 @@ class HorseshoeSplatting(nn.Module):
         if not isinstance(camera, Camera):
             raise TypeError(f"camera must be a Camera, got {type(camera).__name__}")
         return self.render_with(self.beta, camera)
+
+    @torch.no_grad()
+    def posterior_std(self, *, samples: int = 64) -> torch.Tensor:
+        """Per-component std (N, 3) of the log-scales under the predictive (ancestral) draws
+        that ``predict`` renders, estimated from ``samples`` draws (0 for ``"none"``)."""
+        samples = V.check_int(samples, "samples", low=2)
+        if self.prior == "none":
+            return torch.zeros_like(self.beta)
+        draws = torch.stack([self.sample_log_scales(ancestral=True) for _ in range(samples)])
+        return draws.std(0)
 
     @torch.no_grad()
     def sparsity_report(self, *, rel_threshold: float = 0.1) -> dict:
