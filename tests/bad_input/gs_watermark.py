@@ -4,18 +4,23 @@ import torch
 
 from iclr26.three_d.gs_raster import orbit_cameras
 from iclr26.three_d.gs_watermark import (
+    AnchorGrowth,
     AnchorGS,
     CompMarkGS,
+    ExplicitWatermark,
     HACLikeCompressor,
     MessageDecoder,
     QuantizationDistortionLayer,
+    explicit_quantize,
     frequency_error,
     haar_dwt,
     haar_idwt,
+    high_frequency_mask,
     high_pass,
     hsv_loss,
     hue_masks,
     message_bits,
+    pixel_filter,
     pretrain_decoder,
     psnr,
     ssim,
@@ -153,4 +158,178 @@ CASES += [
     ),
     ("high_pass", "nan", lambda: high_pass(torch.full((4, 4), NAN)), ValueError, "gray"),
     ("high_pass", "shape", lambda: high_pass(torch.rand(4, 4, 3)), ValueError, "gray"),
+]
+
+
+def _gaussians(**change):
+    g = dict(
+        means=torch.zeros(2, 3),
+        scales=torch.full((2, 3), 0.1),
+        quats=torch.tensor([[1.0, 0, 0, 0], [1.0, 0, 0, 0]]),
+        opacities=torch.full((2,), 0.5),
+        colors=torch.full((2, 3), 0.5),
+    )
+    g.update(change)
+    return g
+
+
+G_NAN_MEANS = _gaussians(means=torch.tensor([[NAN, 0, 0], [0.0, 0, 0]]))
+CASES += [
+    ("AnchorGrowth", "type", lambda: AnchorGrowth("gs"), TypeError, "gs"),
+    ("AnchorGrowth", "range", lambda: AnchorGrowth(GS, update_depth=0), ValueError, "update_depth"),
+    ("AnchorGrowth", "range", lambda: AnchorGrowth(GS, max_anchors=0), ValueError, "max_anchors"),
+    ("AnchorGrowth", "nan", lambda: AnchorGrowth(GS, voxel=NAN), ValueError, "voxel"),
+    (
+        "AnchorGrowth",
+        "shape",
+        lambda: AnchorGrowth(GS, inherit=[(GS, "mlp_color")]),
+        ValueError,
+        "inherit",
+    ),
+    (
+        "AnchorGrowth",
+        "range",
+        lambda: AnchorGrowth(GS).adjust(
+            None, grad_threshold=1e-3, success_threshold=1.5, min_opacity=0.0
+        ),
+        ValueError,
+        "success_threshold",
+    ),
+    (
+        "AnchorGrowth",
+        "nan",
+        lambda: AnchorGrowth(GS).adjust(
+            None, grad_threshold=NAN, success_threshold=0.5, min_opacity=0.0
+        ),
+        ValueError,
+        "grad_threshold",
+    ),
+    (
+        "AnchorGS",
+        "range",
+        lambda: AnchorGS.fit(VIEWS, CAMS, PTS, steps=1, grow_every=0),
+        ValueError,
+        "grow_every",
+    ),
+    (
+        "CompMarkGS",
+        "range",
+        lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0]).fit(VIEWS, CAMS, steps=2, msg_from=2),
+        ValueError,
+        "msg_from",
+    ),
+    (
+        "CompMarkGS",
+        "type",
+        lambda: CompMarkGS(GS, DEC, [1, 0, 1, 0]).fit(VIEWS, CAMS, steps=2, fag="yes"),
+        TypeError,
+        "fag",
+    ),
+    ("explicit_quantize", "nan", lambda: explicit_quantize(G_NAN_MEANS, 6), ValueError, "means"),
+    ("explicit_quantize", "range", lambda: explicit_quantize(_gaussians(), 0), ValueError, "bits"),
+    (
+        "explicit_quantize",
+        "range",
+        lambda: explicit_quantize(_gaussians(opacities=torch.tensor([0.5, 1.5])), 6),
+        ValueError,
+        "opacities",
+    ),
+    (
+        "explicit_quantize",
+        "other",
+        lambda: explicit_quantize({"means": torch.zeros(2, 3)}, 6),
+        ValueError,
+        "gaussians",
+    ),
+    (
+        "ExplicitWatermark",
+        "shape",
+        lambda: ExplicitWatermark(_gaussians(colors=torch.rand(2, 4)), DEC, [1, 0, 1, 0]),
+        ValueError,
+        "colors",
+    ),
+    (
+        "ExplicitWatermark",
+        "other",
+        lambda: ExplicitWatermark(_gaussians(), DEC, [1, 0, 1, 0, 1, 0]),
+        ValueError,
+        "message",
+    ),
+    (
+        "ExplicitWatermark",
+        "range",
+        lambda: ExplicitWatermark(_gaussians(scales=torch.zeros(2, 3)), DEC, [1, 0, 1, 0]),
+        ValueError,
+        "scales",
+    ),
+    (
+        "ExplicitWatermark",
+        "type",
+        lambda: ExplicitWatermark.from_anchor("gs", CAMS[0], DEC, [1, 0, 1, 0]),
+        TypeError,
+        "gs",
+    ),
+    (
+        "ExplicitWatermark",
+        "nan",
+        lambda: ExplicitWatermark(_gaussians(), DEC, [1, 0, 1, 0]).fit(VIEWS_NAN, CAMS, steps=1),
+        ValueError,
+        "views",
+    ),
+    (
+        "ExplicitWatermark",
+        "range",
+        lambda: ExplicitWatermark(_gaussians(), DEC, [1, 0, 1, 0]).bit_accuracy(CAMS, bits=0),
+        ValueError,
+        "bits",
+    ),
+    (
+        "high_frequency_mask",
+        "nan",
+        lambda: high_frequency_mask(torch.full((3, 3), NAN)),
+        ValueError,
+        "p_err",
+    ),
+    (
+        "high_frequency_mask",
+        "shape",
+        lambda: high_frequency_mask(torch.rand(3)),
+        ValueError,
+        "p_err",
+    ),
+    (
+        "high_frequency_mask",
+        "range",
+        lambda: high_frequency_mask(torch.rand(3, 3), low=0.3, high=0.1),
+        ValueError,
+        "high",
+    ),
+    (
+        "pixel_filter",
+        "shape",
+        lambda: pixel_filter(torch.rand(3, 3), torch.ones(4, 4, dtype=torch.bool)),
+        ValueError,
+        "means2d",
+    ),
+    (
+        "pixel_filter",
+        "nan",
+        lambda: pixel_filter(torch.full((1, 2), NAN), torch.ones(4, 4, dtype=torch.bool)),
+        ValueError,
+        "means2d",
+    ),
+    (
+        "pixel_filter",
+        "type",
+        lambda: pixel_filter(torch.rand(3, 2), torch.ones(4, 4)),
+        TypeError,
+        "mask",
+    ),
+    (
+        "textured_scene",
+        "range",
+        lambda: textured_scene(4, 16, init_points=0),
+        ValueError,
+        "init_points",
+    ),
 ]

@@ -139,7 +139,15 @@ def test_camera_facing_away_renders_background(tiny):
     assert torch.isfinite(gs.render(cam)).all()
 
 
-@pytest.mark.parametrize("name", ["survives-compression", "quality-preserved"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "survives-compression",
+        "quality-preserved",
+        "attribute-watermarks-break",
+        "frequency-aware-growing",
+    ],
+)
 def test_claims_smoke(name, tmp_path):
     r = run_claim("gs_watermark", name, "smoke", out_dir=tmp_path)
     assert r["verdict"] in ("reproduced", "not reproduced"), r.get("traceback")
@@ -154,3 +162,171 @@ def test_frequency_error_zero_on_identical_and_high_pass_linear():
     assert frequency_error(x, torch.rand(16, 16, 3, dtype=torch.float64)).mean() > 0.1
     a, b = torch.rand(16, 16, dtype=torch.float64), torch.rand(16, 16, dtype=torch.float64)
     assert torch.allclose(high_pass(a + 2 * b), high_pass(a) + 2 * high_pass(b))
+
+
+def _two_anchor_model(move: bool = True):
+    """Anchors at (0,0,0) and (0,2,0) (voxel 1, scaling 1) whose Gaussians all land in the empty
+    cell (1,1,0) (``move``) or all stay in their own cell."""
+    gs = AnchorGS(torch.tensor([[0.0, 0, 0], [0.0, 2, 0]]), feature_dim=2, k=4, voxel=1.0)
+    with torch.no_grad():
+        gs.scaling.zero_()
+        gs.offset.zero_()
+        if move:
+            gs.offset[0] = torch.tensor([1.0, 1.0, 0.0])
+            gs.offset[1] = torch.tensor([1.0, -1.0, 0.0])
+        else:
+            gs.offset[:, :, 0] = 0.3
+        gs.feature.copy_(torch.tensor([[1.0, -1.0], [-2.0, 3.0]]))
+    return gs
+
+
+def test_anchor_growing_places_voxel_centres_and_inherits_by_max():
+    from iclr26.three_d.gs_watermark import AnchorGrowth
+
+    gs = _two_anchor_model()
+    holder = torch.nn.Module()
+    holder.embedding = torch.nn.Parameter(torch.tensor([[0.5, 0.0], [0.1, 0.7]]))
+    opt = torch.optim.Adam([*gs.parameters(), holder.embedding], lr=0.01)
+    sum(p.sum() for p in [*gs.parameters(), holder.embedding]).backward()
+    opt.step()  # Adam now has moments to carry over; every parameter moved by about lr
+    f_max = gs.feature.detach().max(0).values.clone()
+    e_max = holder.embedding.detach().max(0).values.clone()
+    a0 = gs.anchor.detach()[0].clone()
+    growth = AnchorGrowth(
+        gs,
+        inherit=[(holder, "embedding")],
+        update_depth=1,
+        init_factor=1,
+        generator=torch.Generator().manual_seed(0),
+    )
+    growth.grad_denom[:] = 100
+    growth.grad_accum[:] = 1.0  # mean gradient 0.01 for every Gaussian
+    growth.anchor_denom[:] = 100
+    growth.opacity_accum[:] = torch.tensor([50.0, 0.0])  # anchor 1 is transparent
+    rec = growth.adjust(
+        opt, grad_threshold=1e-3, success_threshold=0.8, min_opacity=0.005, check_interval=100
+    )
+    assert rec == dict(grown=1, pruned=1, anchors=2, before=2)
+    assert torch.equal(gs.anchor[0], a0)  # the survivor
+    assert torch.allclose(gs.anchor[1], torch.tensor([1.0, 1, 0]))  # the voxel centre
+    assert torch.allclose(gs.feature[1], f_max)  # element-wise max of both seeding anchors
+    assert torch.allclose(f_max, torch.tensor([0.99, 2.99]), atol=1e-3)
+    assert torch.allclose(holder.embedding[1], e_max)
+    assert torch.equal(gs.scaling[1], torch.zeros(6)) and torch.equal(
+        gs.offset[1], torch.zeros(4, 3)
+    )
+    # the optimizer holds the new tensors; moments kept for the survivor, zero for the new anchor
+    held = {id(p) for grp in opt.param_groups for p in grp["params"]}
+    assert id(gs.feature) in held and id(holder.embedding) in held and id(gs.anchor) in held
+    st = opt.state[gs.feature]["exp_avg"]
+    assert (
+        st.shape == gs.feature.shape
+        and torch.equal(st[1], torch.zeros(2))
+        and st[0].abs().sum() > 0
+    )
+    assert growth.grad_denom.shape == (8,) and growth.grad_denom.sum() == 0
+    # below the threshold, seen too rarely, or in an occupied cell: nothing grows
+    g1 = AnchorGrowth(_two_anchor_model(move=False), update_depth=1, init_factor=1)
+    g1.grad_denom[:] = 100
+    g1.grad_accum[:] = 1.0
+    assert (
+        g1.adjust(None, grad_threshold=1e-3, success_threshold=0.8, min_opacity=0.0)["grown"] == 0
+    )
+    g2 = AnchorGrowth(_two_anchor_model(), update_depth=1, init_factor=1)
+    g2.grad_denom[:] = 100
+    g2.grad_accum[:] = 0.05
+    assert (
+        g2.adjust(None, grad_threshold=1e-3, success_threshold=0.8, min_opacity=0.0)["grown"] == 0
+    )
+    g3 = AnchorGrowth(_two_anchor_model(), update_depth=1, init_factor=1)
+    g3.grad_denom[:] = 30
+    g3.grad_accum[:] = 3.0
+    assert (
+        g3.adjust(None, grad_threshold=1e-3, success_threshold=0.8, min_opacity=0.0)["grown"] == 0
+    )
+
+
+def test_anchor_cap_and_growing_fit(tiny):
+    views, cams, pts, _ = tiny
+    gs = AnchorGS.fit(
+        views[:3],
+        cams[:3],
+        pts[::6],
+        steps=6,
+        voxel=0.3,
+        grow_every=2,
+        grow_voxel=0.3 / 64,
+        max_anchors=20,
+    )
+    assert gs.growth_log and gs.n_anchors <= 20
+    assert sum(r["grown"] for r in gs.growth_log) > 0
+    assert torch.isfinite(gs.render(cams[3])).all()
+
+
+def test_frequency_mask_and_pixel_filter():
+    from iclr26.three_d.gs_watermark import high_frequency_mask, pixel_filter
+
+    p = torch.zeros(4, 4)
+    p[0, 0], p[1, 2], p[3, 3] = 0.15, 0.3, 0.9  # median 0: band [0.1, 0.3]
+    m = high_frequency_mask(p)
+    assert m.sum() == 2 and m[0, 0] and m[1, 2] and not m[3, 3]
+    xy = torch.tensor([[2.7, 1.2], [0.5, 0.5], [1.5, 2.5], [-0.2, 0.0], [4.0, 1.0]])
+    assert pixel_filter(xy, m).tolist() == [True, True, False, False, False]  # (x, y) -> m[y, x]
+
+
+def test_fag_mask_restricts_gradient_statistics(tiny):
+    from iclr26.three_d.gs_raster import render
+    from iclr26.three_d.gs_watermark import AnchorGrowth
+
+    views, cams, pts, _ = tiny
+    gs = AnchorGS(pts, feature_dim=8, k=2, voxel=0.3)
+    stats = []
+    for mask in (None, torch.zeros(16, 16, dtype=torch.bool), torch.ones(16, 16, dtype=torch.bool)):
+        info = gs.neural_gaussians(cams[0])
+        out = render(
+            **{k: info[k] for k in ("means", "scales", "quats", "opacities", "colors")},
+            camera=cams[0],
+        )
+        out.means2d.retain_grad()
+        (out.image - views[0]).abs().mean().backward()
+        growth = AnchorGrowth(gs)
+        n = growth.accumulate(info, out, gs.visible_anchors(cams[0]), cams[0], pixel_mask=mask)
+        stats.append((n, growth.grad_accum.clone(), growth.anchor_denom.clone()))
+    assert stats[0][0] > 0 and stats[1][0] == 0 and stats[1][1].sum() == 0
+    # an all-true mask keeps only the Gaussians centred inside the image
+    assert 0 < stats[2][0] <= stats[0][0]
+    assert torch.equal(stats[0][2], stats[1][2])  # visit counts do not depend on the mask
+
+
+def test_explicit_quantize_and_baseline():
+    from iclr26.three_d.gs_watermark import ExplicitWatermark, explicit_quantize
+
+    torch.manual_seed(0)
+    n = 50
+    g = dict(
+        means=torch.randn(n, 3),
+        scales=torch.rand(n, 3) + 0.1,
+        quats=torch.randn(n, 4),
+        opacities=torch.rand(n),
+        colors=torch.rand(n, 3),
+    )
+    for bits in (6, 8):
+        q = explicit_quantize(g, bits)
+        for key in ("means", "quats", "colors"):
+            span = g[key].max(0).values - g[key].min(0).values
+            assert ((q[key] - g[key]).abs() <= span / (2**bits - 1) / 2 + 1e-6).all()
+        assert len(torch.unique(q["colors"][:, 0])) <= 2**bits
+    assert torch.allclose(explicit_quantize(g, 16)["colors"], g["colors"], atol=1e-4)
+    views, cams, pts = textured_scene(3, 16, tex_res=8)
+    gs = AnchorGS(pts, feature_dim=4, k=2, voxel=0.3)
+    dec = MessageDecoder(4)
+    dec.eval()
+    b1 = ExplicitWatermark.from_anchor(gs, cams[0], dec, message_bits(4))
+    means = b1.means.clone()
+    col = b1.gaussians()["colors"].detach().clone()
+    b1.fit(views[:2], cams[:2], steps=2)
+    assert torch.equal(b1.means, means) and not torch.equal(b1.gaussians()["colors"], col)
+    assert all(p.grad is None for p in dec.parameters())
+    assert 0 <= b1.bit_accuracy(cams[2:], bits=6) <= 1
+    with pytest.raises(ValueError, match="decoder was trained for 4"):
+        ExplicitWatermark.from_anchor(gs, cams[0], dec, message_bits(8))

@@ -1,8 +1,11 @@
 """CompMarkGS (ICLR 2026): compression-tolerant watermarking of anchor-based 3DGS. The message
 is embedded in anchor features (f^w = f + tanh(f')), trained through a quantization distortion
-layer with a learned step, and read by a frozen decoder from the Haar LL band of renders."""
+layer with a learned step, and read by a frozen decoder from the Haar LL band of renders;
+anchors grow by Scaffold-GS's rule or by frequency-aware anchor growing (FAG)."""
 
 from .anchor import AnchorGS
+from .explicit import ExplicitWatermark, explicit_quantize
+from .growing import HIGH_FREQUENCY, ORDINARY, AnchorGrowth, high_frequency_mask, pixel_filter
 from .losses import frequency_error, high_pass, hsv_loss, hue_masks, psnr, ssim
 from .scene import textured_scene
 from .watermark import (
@@ -16,7 +19,14 @@ from .watermark import (
 from .wavelet import haar_dwt, haar_idwt
 
 __all__ = [
+    "HIGH_FREQUENCY",
+    "ORDINARY",
     "AnchorGS",
+    "AnchorGrowth",
+    "ExplicitWatermark",
+    "explicit_quantize",
+    "high_frequency_mask",
+    "pixel_filter",
     "CompMarkGS",
     "HACLikeCompressor",
     "MessageDecoder",

@@ -1,7 +1,8 @@
 """Anchor-based 3DGS (Scaffold-GS): each anchor (position p, feature f, scaling l in R^6,
 K offsets O) spawns K neural Gaussians whose opacity, colour and covariance come from three
 MLPs of [f, view direction]; positions p + O * exp(l[:3]), scales sigmoid(.) * exp(l[3:]).
-Neural Gaussians with non-positive opacity are dropped (tanh opacity head)."""
+Neural Gaussians with non-positive opacity are dropped (tanh opacity head). ``fit`` runs
+Scaffold-GS training with its anchor growing and pruning (:mod:`.growing`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 from torch import nn
 
 from iclr26 import validation as V
-from iclr26.three_d.gs_raster import Camera, render
+from iclr26.three_d.gs_raster import Camera, project, render
 
 
 def _mlp(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
@@ -47,6 +48,7 @@ class AnchorGS(nn.Module):
         self.feature_dim = V.check_int(feature_dim, "feature_dim", low=1)
         self.k = V.check_int(k, "k", low=1)
         voxel = V.check_scalar(voxel, "voxel", low=0, low_open=True)
+        self.voxel = voxel
         g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
         anchors = torch.unique(torch.round(points.double() / voxel), dim=0).float() * voxel
         n = anchors.shape[0]
@@ -65,10 +67,16 @@ class AnchorGS(nn.Module):
     def n_anchors(self) -> int:
         return int(self.anchor.shape[0])
 
-    def gaussians(
-        self, camera: Camera, features: torch.Tensor | None = None
+    def neural_gaussians(
+        self,
+        camera: Camera,
+        features: torch.Tensor | None = None,
+        *,
+        keep_all: bool = False,
     ) -> dict[str, torch.Tensor]:
-        """Neural Gaussians for ``camera`` from ``features`` (default: the anchor features)."""
+        """Neural Gaussians for ``camera`` from ``features`` (default: the anchor features),
+        with ``keep`` (N*K,) the mask of positive opacity and ``opacity_all`` (N*K,) the raw
+        tanh opacities that the growing statistics read."""
         f = self.feature if features is None else features
         view = self.anchor - camera.center.to(self.anchor)
         view = view / view.norm(dim=1, keepdim=True).clamp_min(1e-8)
@@ -88,7 +96,28 @@ class AnchorGS(nn.Module):
             quats=quats.reshape(n * k, 4)[keep],
             opacities=opacity[keep],
             colors=color[keep],
+            keep=keep,
+            opacity_all=opacity,
         )
+
+    def gaussians(
+        self, camera: Camera, features: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Neural Gaussians for ``camera`` from ``features`` (default: the anchor features),
+        as keyword arguments of ``gs_raster.render``."""
+        g = self.neural_gaussians(camera, features)
+        del g["keep"], g["opacity_all"]
+        return g
+
+    @torch.no_grad()
+    def visible_anchors(self, camera: Camera) -> torch.Tensor:
+        """(N,) bool: anchors whose Gaussian of scale exp(l[:3]) lands on the image (the
+        view-frustum prefilter of Scaffold-GS)."""
+        if not isinstance(camera, Camera):
+            raise TypeError(f"camera must be a gs_raster.Camera, got {type(camera).__name__}")
+        quats = torch.zeros(self.n_anchors, 4, dtype=self.anchor.dtype)
+        quats[:, 0] = 1.0
+        return project(self.anchor, torch.exp(self.scaling[:, :3]), quats, camera).radii > 0
 
     def render(
         self, camera: Camera, features: torch.Tensor | None = None, background=(0.0, 0.0, 0.0)
@@ -101,21 +130,65 @@ class AnchorGS(nn.Module):
 
     @classmethod
     def fit(
-        cls, views, cameras, points, *, steps: int = 200, lr: float = 0.01, seed: int = 0, **kwargs
+        cls,
+        views,
+        cameras,
+        points,
+        *,
+        steps: int = 200,
+        lr: float = 0.01,
+        seed: int = 0,
+        grow_every: int | None = None,
+        grow_from: int = 0,
+        grow_until: int | None = None,
+        max_anchors: int | None = None,
+        grow_voxel: float | None = None,
+        **kwargs,
     ) -> AnchorGS:
-        """Fit anchors to ``views`` with L_scaffold = 0.65 L1 + 0.35 (1 - SSIM) + 0.01 volume."""
-        from .losses import scaffold_loss
+        """Fit anchors to ``views`` with L_scaffold = 0.65 L1 + 0.35 (1 - SSIM) + 0.01 volume.
+
+        ``grow_every`` (None: a fixed anchor set) runs Scaffold-GS growing and pruning with its
+        ordinary thresholds (:data:`.growing.ORDINARY`) every that many steps, statistics
+        gathered from step ``grow_from`` to ``grow_until`` (default: the last step), on a growing
+        grid whose finest voxel is ``grow_voxel`` (default ``voxel``)."""
+        from .growing import ORDINARY, AnchorGrowth, check_growth_schedule
+        from .losses import ssim
 
         views, cameras = check_views(views, cameras)
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0, low_open=True)
+        grow_every, grow_from, grow_until = check_growth_schedule(
+            grow_every, grow_from, grow_until, steps
+        )
         model = cls(points, seed=seed, **kwargs)
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         g = torch.Generator().manual_seed(seed)
-        for _ in range(steps):
+        growth = None
+        if grow_every is not None:
+            growth = AnchorGrowth(model, generator=g, max_anchors=max_anchors, voxel=grow_voxel)
+        model.growth_log = []
+        for t in range(1, steps + 1):
             i = int(torch.randint(len(cameras), (1,), generator=g))
-            loss = scaffold_loss(model, cameras[i], views[i])
+            cam, target = cameras[i], views[i]
+            gathering = growth is not None and grow_from <= t <= grow_until
+            info = model.neural_gaussians(cam)
+            out = render(
+                **{k: info[k] for k in ("means", "scales", "quats", "opacities", "colors")},
+                camera=cam,
+                background=[0.0, 0.0, 0.0],
+            )
+            if gathering:
+                out.means2d.retain_grad()
+            img = out.image
+            vol = torch.exp(model.scaling[:, 3:]).prod(dim=1).mean()
+            loss = 0.65 * (img - target).abs().mean() + 0.35 * (1 - ssim(img, target)) + 0.01 * vol
             opt.zero_grad()
             loss.backward()
+            if gathering:
+                growth.accumulate(info, out, model.visible_anchors(cam), cam)
+                if t % grow_every == 0:
+                    model.growth_log.append(
+                        growth.adjust(opt, **ORDINARY, check_interval=grow_every)
+                    )
             opt.step()
         return model

@@ -9,9 +9,19 @@ from iclr26 import validation as V
 from iclr26.three_d.gs_raster import orbit_cameras, render, texture, textured_plane
 
 
-def textured_scene(n_views: int = 8, size: int = 32, *, tex_res: int = 24, seed: int = 0):
-    """(views (V, H, W, 3), cameras, initial points (P, 3))."""
+def textured_scene(
+    n_views: int = 8,
+    size: int = 32,
+    *,
+    tex_res: int = 24,
+    init_points: int | None = None,
+    seed: int = 0,
+):
+    """(views (V, H, W, 3), cameras, initial points (P, 3)). The initial points are every
+    fourth texel centre, or ``init_points`` random ones (a sparse, SfM-like start that anchor
+    growing has to fill in)."""
     n_views = V.check_int(n_views, "n_views", low=2)
+    init_points = V.check_int(init_points, "init_points", low=1, allow_none=True)
     size = V.check_int(size, "size", low=8)
     seed = V.check_int(seed, "seed", low=0)
     planes = [
@@ -35,4 +45,10 @@ def textured_scene(n_views: int = 8, size: int = 32, *, tex_res: int = 24, seed:
             for c in cams
         ]
     )
-    return views.detach(), cams, scene.means[::4].clone()
+    if init_points is None:
+        points = scene.means[::4].clone()
+    else:
+        g = torch.Generator().manual_seed(seed)
+        pick = torch.randperm(len(scene), generator=g)[: min(init_points, len(scene))]
+        points = scene.means[pick].clone()
+    return views.detach(), cams, points

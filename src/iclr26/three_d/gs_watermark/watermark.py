@@ -13,6 +13,7 @@ from torch import nn
 from iclr26 import validation as V
 
 from .anchor import AnchorGS, check_views
+from .growing import high_frequency_mask
 from .losses import frequency_error, hsv_loss, ssim
 from .wavelet import haar_dwt
 
@@ -205,13 +206,38 @@ class CompMarkGS(nn.Module):
         *,
         steps: int = 200,
         lr: float = 0.005,
+        msg_from: int | None = None,
         ramp: int | None = None,
+        grow_every: int | None = None,
+        grow_until: int | None = None,
+        fag: bool = True,
+        max_anchors: int | None = None,
+        grow_voxel: float | None = None,
         seed: int = 0,
     ) -> CompMarkGS:
+        """Phases 2 and 3 of the paper's run on a fitted anchor model. Steps up to
+        ``msg_from`` (default ``steps // 2``): L_scaffold + lambda_freq L_freq with the QDL, and
+        anchor growing every ``grow_every`` steps (None: none) until ``grow_until`` (default
+        ``msg_from // 2``, as the paper's growing stops half-way through this phase) by the
+        frequency-aware rule (``fag=True``) or the ordinary Scaffold-GS rule. Later steps:
+        lambda_img (L_scaffold + lambda_freq L_freq + lambda_hsv L_hsv) + lambda_msg ramp L_msg,
+        the ramp linear over ``ramp`` steps (default a third of the phase). ``max_anchors`` and
+        ``grow_voxel`` go to :class:`.growing.AnchorGrowth`."""
+        from iclr26.three_d.gs_raster import render
+
+        from .growing import HIGH_FREQUENCY, ORDINARY, AnchorGrowth, check_growth_schedule
+
         views, cameras = check_views(views, cameras)
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0, low_open=True)
-        ramp = max(1, steps // 3) if ramp is None else V.check_int(ramp, "ramp", low=1)
+        msg_from = steps // 2 if msg_from is None else V.check_int(msg_from, "msg_from", low=0)
+        if msg_from >= steps:
+            raise ValueError(f"msg_from must be < steps ({steps}), got {msg_from}")
+        ramp = max(1, (steps - msg_from) // 3) if ramp is None else V.check_int(ramp, "ramp", low=1)
+        grow_every, _, grow_until = check_growth_schedule(
+            grow_every, 0, msg_from // 2 if grow_until is None else grow_until, steps
+        )
+        fag = V.check_bool(fag, "fag")
         g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
         groups = [
             dict(params=[self.embedding], lr=0.2 * lr * 10),
@@ -220,30 +246,65 @@ class CompMarkGS(nn.Module):
         if self.qdl is not None:
             groups.append(dict(params=list(self.qdl.parameters()), lr=1e-3))
         opt = torch.optim.Adam(groups)
+        growth = None
+        if grow_every is not None:
+            growth = AnchorGrowth(
+                self.gs,
+                inherit=[(self, "embedding")],
+                generator=g,
+                max_anchors=max_anchors,
+                voxel=grow_voxel,
+            )
+        self.growth = growth
+        rule = HIGH_FREQUENCY if fag else ORDINARY
         self.train()
         self.decoder.eval()
-        for t in range(steps):
+        for t in range(1, steps + 1):
             i = int(torch.randint(len(cameras), (1,), generator=g))
+            cam, target = cameras[i], views[i]
+            gathering = growth is not None and t <= grow_until
             f = self.watermarked_features()
             if self.qdl is not None:
                 f = self.qdl(f, generator=g)
-            img = self.gs.render(cameras[i], f)
+            info = self.gs.neural_gaussians(cam, f)
+            out = render(
+                **{k: info[k] for k in ("means", "scales", "quats", "opacities", "colors")},
+                camera=cam,
+                background=[0.0, 0.0, 0.0],
+            )
+            if gathering:
+                out.means2d.retain_grad()
+            img = out.image
             vol = torch.exp(self.gs.scaling[:, 3:]).prod(dim=1).mean()
+            p_err = frequency_error(img, target)
             l_img = (
-                0.65 * (img - views[i]).abs().mean() + 0.35 * (1 - ssim(img, views[i])) + 0.01 * vol
+                0.65 * (img - target).abs().mean()
+                + 0.35 * (1 - ssim(img, target))
+                + 0.01 * vol
+                + self.lambdas["freq"] * p_err.mean()
             )
-            l_img = (
-                l_img
-                + self.lambdas["freq"] * frequency_error(img, views[i]).mean()
-                + self.lambdas["hsv"] * hsv_loss(img, views[i])
-            )
-            logits = self.decoder(img)[0]
-            l_msg = F.binary_cross_entropy_with_logits(10 * logits, self.message)
-            loss = (
-                self.lambdas["img"] * l_img + self.lambdas["msg"] * min(1.0, (t + 1) / ramp) * l_msg
-            )
+            if t > msg_from:
+                logits = self.decoder(img)[0]
+                l_msg = F.binary_cross_entropy_with_logits(10 * logits, self.message)
+                weight = min(1.0, (t - msg_from) / ramp)
+                loss = (
+                    self.lambdas["img"] * (l_img + self.lambdas["hsv"] * hsv_loss(img, target))
+                    + self.lambdas["msg"] * weight * l_msg
+                )
+            else:
+                loss = l_img
             opt.zero_grad()
             loss.backward()
+            if gathering:
+                mask = None
+                if fag:  # P_err is the valid-region SSIM map: pad back to the image
+                    pad = (img.shape[0] - p_err.shape[0]) // 2
+                    mask = torch.zeros(img.shape[:2], dtype=torch.bool)
+                    hf = high_frequency_mask(p_err.detach())
+                    mask[pad : pad + hf.shape[0], pad : pad + hf.shape[1]] = hf
+                growth.accumulate(info, out, self.gs.visible_anchors(cam), cam, pixel_mask=mask)
+                if t % grow_every == 0:
+                    growth.adjust(opt, **rule, check_interval=grow_every)
             opt.step()
         self.eval()
         return self
