@@ -91,7 +91,76 @@ CASES = [
         ValueError,
         "coords",
     ),
+    (
+        "ForeMamba3DBackbone",
+        "shape",
+        lambda: _bb().cross_instance_influence(COORDS, FEATS, torch.ones(4, dtype=torch.long)),
+        ValueError,
+        "instance",
+    ),
+    (
+        "ForeMamba3DBackbone",
+        "dtype",
+        lambda: _bb().cross_instance_influence(COORDS, FEATS, torch.ones(5)),
+        TypeError,
+        "instance",
+    ),
+    (
+        "ForeMamba3DBackbone",
+        "range",
+        lambda: _bb().cross_instance_influence(COORDS, FEATS, -torch.ones(5, dtype=torch.long)),
+        ValueError,
+        "instance",
+    ),
+    (
+        "ForeMamba3DBackbone",
+        "nan",
+        lambda: _bb().cross_instance_influence(COORDS, FEATS_NAN, torch.ones(5, dtype=torch.long)),
+        ValueError,
+        "feats",
+    ),
+    (
+        "ForeMamba3DBackbone",
+        "dtype",
+        lambda: _bb().cross_instance_influence(
+            COORDS, FEATS, torch.ones(5, dtype=torch.long), oracle_foreground="yes"
+        ),
+        (TypeError, ValueError),
+        "oracle_foreground",
+    ),
     ("SASFMamba", "range", lambda: SASFMamba(0), ValueError, "d_model"),
+    (
+        "SASFMamba",
+        "other",
+        lambda: SASFMamba(4, d_state=2, use_ssf=False)(
+            torch.zeros(1, 3, 4), None, torch.arange(3)[None]
+        ),
+        ValueError,
+        "sem",
+    ),
+    (
+        "SASFMamba",
+        "other",
+        lambda: SASFMamba(4, d_state=2, use_saf=False)(
+            torch.zeros(1, 3, 4), None, torch.arange(3)[None]
+        ),
+        ValueError,
+        "nb",
+    ),
+    (
+        "SASFMamba",
+        "dtype",
+        lambda: SASFMamba(4, d_state=2)(torch.zeros(1, 3, 4), torch.ones(1, 3)),
+        TypeError,
+        "valid",
+    ),
+    (
+        "SASFMamba",
+        "shape",
+        lambda: SASFMamba(4, d_state=2)(torch.zeros(1, 3, 5)),
+        ValueError,
+        "x",
+    ),
     ("SASFMamba", "range", lambda: SASFMamba(8, saf_kernel=4), ValueError, "saf_kernel"),
     (
         "SASFMamba",

@@ -170,7 +170,8 @@ def test_sampler_keeps_ceil_alpha_n_and_bypass_restores(scene):
     assert out["fg_index"].tolist() == torch.topk(out["fg_logits"], k).indices.tolist()
     assert out["bev"].shape == (1, 8, GRID[0] // 2, GRID[1] // 2)
     counts = bb.tokens_per_layer(n)
-    m0, m1 = len(rgsw_patches(k, 16, False)), len(rgsw_patches(k, 16, True))
+    assert bb.patch_content == 15  # 16 with the local token
+    m0, m1 = len(rgsw_patches(k, 15, False)), len(rgsw_patches(k, 15, True))
     assert out["tokens_processed"] == counts["tokens"] == 2 * (3 * k + 2 * m0 + m1)
     assert VoxelMambaBackbone(dim=8, grid_shape=GRID).tokens_per_layer(n)["tokens"] == 3 * n
 
@@ -211,9 +212,70 @@ def test_tiny_training_lowers_heatmap_loss():
     assert np.mean(hist[-4:]) < np.mean(hist[:4])
 
 
+def test_scene_instances_match_boxes():
+    scene = SyntheticLidarScenes(1, grid_shape=(32, 32, 8), seed=0)[0]
+    assert len(scene.boxes) >= 2
+    assert torch.equal(scene.instance > 0, scene.fg > 0)
+    ids = scene.instance[scene.instance > 0] - 1
+    assert ids.max() < len(scene.boxes)
+    assert torch.equal(scene.sem[scene.instance > 0] - 1, torch.as_tensor(scene.labels)[ids])
+
+
+def _two_object_scene():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 4, (12, 3)) + np.array([1, 1, 0])
+    b = rng.integers(0, 4, (12, 3)) + np.array([10, 9, 2])
+    bg = rng.integers(0, 16, (30, 3)) * np.array([1, 1, 0]) // np.array([1, 1, 1])
+    coords = np.unique(np.concatenate([a, b, bg]), axis=0)
+    inst = np.zeros(len(coords), dtype=np.int64)
+    inst[(coords[:, 0] < 6) & (coords[:, 1] < 6) & (coords[:, 2] > 0)] = 1
+    inst[(coords[:, 0] >= 10) & (coords[:, 1] >= 9) & (coords[:, 2] > 1)] = 2
+    coords = torch.from_numpy(coords)
+    return coords, torch.rand(len(coords), 4, generator=torch.Generator().manual_seed(0)), inst
+
+
+def test_cross_instance_influence_equals_the_jacobian_sum():
+    coords, feats, inst = _two_object_scene()
+    inst = torch.from_numpy(inst)
+    bb = _tiny().eval()
+    with torch.no_grad():  # SAF/SSF away from the identity, so they carry information
+        for layers in bb.layers:
+            for blk in layers:
+                blk.saf_weight.normal_(0, 0.3)
+                blk.ssf_weight.normal_(0, 0.3)
+    got = bb.cross_instance_influence(coords, feats, inst, oracle_foreground=True)
+    with torch.no_grad():
+        x, _, sem_logits, _ = bb._select(coords, feats)
+    idx = torch.nonzero(inst > 0).squeeze(1)
+    sel = inst[idx]
+    ids, counts = torch.unique(sel, return_counts=True)
+    a = ids[counts.argmax()]
+    probe = torch.randn(bb.dim, generator=torch.Generator().manual_seed(0))
+    probe = probe / probe.norm()
+    sem = sem_logits[idx].argmax(1)
+    xf = x[idx].clone().requires_grad_(True)
+    enc = bb._encode(coords[idx], xf, sem)
+    g = 0  # the probed Jacobian rows of A, one voxel i at a time
+    for i in torch.nonzero(sel == a).squeeze(1).tolist():
+        g = g + torch.autograd.grad(enc[i] @ probe, xf, retain_graph=True)[0]
+    norms = g.norm(dim=1) / int((sel == a).sum())
+    assert got["cross"] == pytest.approx(float(norms[sel != a].mean()), rel=1e-4)
+    assert got["within"] == pytest.approx(float(norms[sel == a].mean()), rel=1e-4)
+    assert got["cross"] > 0 and got["n_other"] == int((sel != a).sum())
+    one = inst.clone()
+    one[one == 2] = 0  # a single object: nothing to measure
+    assert math.isnan(bb.cross_instance_influence(coords, feats, one)["cross"])
+
+
 @pytest.mark.parametrize(
     "name",
-    ["C1-accuracy-at-lower-cost", "C2-fixes-beat-naive-fore-only", "C3-faster-than-all-voxel"],
+    [
+        "C1-accuracy-at-lower-cost",
+        "C2-fixes-beat-naive-fore-only",
+        "C3-faster-than-all-voxel",
+        "C4-cross-instance-influence",
+        "C5-ablations",
+    ],
 )
 def test_claims_run_at_smoke_scale(name, tmp_path):
     from iclr26.claims import run_claim

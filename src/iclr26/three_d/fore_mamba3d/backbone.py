@@ -143,41 +143,99 @@ class ForeMamba3DBackbone(nn.Module):
     def _encode_rotation(self, layers, x, order, sem, nb):
         """RGSW over one ordering: patches + local tokens, broadcast, sliding passes."""
         n = len(order)
-        seq = x[order]
-        for p, layer in enumerate(layers):
-            if self.rgsw:
-                patches = rgsw_patches(n, self.patch_len, shift=p % 2 == 1)
-            else:
-                patches = [np.arange(n)]
-            seq = self._run_patches(layer, seq, patches, order, sem, nb)
-        out = torch.empty_like(seq)
-        out[torch.as_tensor(order)] = seq
-        return out
-
-    def _run_patches(self, layer, seq, patches, order, sem, nb):
-        extra = 1 if self.token is not None else 0
-        L = max(len(p) for p in patches) + extra
-        M, D = len(patches), seq.shape[1]
-        pos = torch.full((M, L), -1, dtype=torch.long)
-        for i, p in enumerate(patches):
-            pos[i, : len(p)] = torch.as_tensor(p)
-        lengths = torch.tensor([len(p) for p in patches])
-        valid = torch.arange(L)[None] < (lengths[:, None] + extra)
-        x = seq.new_zeros(M, L, D)
-        real = pos >= 0
-        x[real] = seq[pos[real]]
-        token_id = torch.full((M, L), -1, dtype=torch.long)
         order_t = torch.as_tensor(order)
-        token_id[real] = order_t[pos[real]]
+        seq = x.index_select(0, order_t)
+        layouts = {}
+        for p, layer in enumerate(layers):
+            shift = self.rgsw and p % 2 == 1
+            if shift not in layouts:  # the base and the half-shifted layouts repeat
+                layouts[shift] = self._layout(n, shift, order_t)
+            seq = self._run_patches(layer, seq, layouts[shift], sem, nb)
+        return torch.empty_like(seq).index_copy(0, order_t, seq)
+
+    def _layout(self, n, shift, order_t):
+        """Where the sequence goes in the (M, L) patch batch: patches are consecutive ranges,
+        so the real positions in row-major order are the sequence itself."""
+        if self.rgsw:
+            patches = rgsw_patches(n, self.patch_content, shift=shift)
+        else:
+            patches = [np.arange(n)]
+        extra = 1 if self.token is not None else 0
+        lengths = torch.tensor([len(p) for p in patches])
+        M, L = len(patches), int(lengths.max()) + extra
+        col = torch.arange(L)[None]
+        real = (col < lengths[:, None]).reshape(-1)
+        real_flat = torch.nonzero(real).squeeze(1)
+        token_id = torch.full((M * L,), -1, dtype=torch.long).index_copy(0, real_flat, order_t)
+        return dict(
+            M=M,
+            L=L,
+            lengths=lengths,
+            real_flat=real_flat,
+            token_flat=torch.arange(M) * L + lengths,
+            valid=col < (lengths[:, None] + extra),
+            token_id=token_id.reshape(M, L),
+        )
+
+    def _run_patches(self, layer, seq, lay, sem, nb):
+        M, L, D = lay["M"], lay["L"], seq.shape[1]
+        x = seq.new_zeros(M * L, D).index_copy(0, lay["real_flat"], seq)
         if self.token is not None:
-            x[torch.arange(M), lengths] = self.token
-        y = layer(x, valid, token_id, sem, nb)
+            x = x.index_copy(0, lay["token_flat"], self.token.expand(M, D))
+        y = layer._forward(x.reshape(M, L, D), lay["valid"], lay["token_id"], sem, nb)
+        y = y.reshape(M * L, D)
         if self.token is not None:  # broadcast the encoded local token back to its patch
-            t = y[torch.arange(M), lengths][:, None, :]
-            cos = F.cosine_similarity(y, t.expand_as(y), dim=-1).unsqueeze(-1)
+            t = y.index_select(0, lay["token_flat"]).repeat_interleave(L, dim=0)
+            cos = F.cosine_similarity(y, t, dim=-1).unsqueeze(-1)
             y = y + cos * t
-        out = seq.clone()
-        out[pos[real]] = y[real]
+        return y.index_select(0, lay["real_flat"])
+
+    def cross_instance_influence(
+        self,
+        coords: torch.Tensor,
+        feats: torch.Tensor,
+        instance,
+        seed: int = 0,
+        oracle_foreground: bool = False,
+    ) -> dict[str, float]:
+        """Diagnostic of response attenuation (spec C4) from one backward pass: with ``A`` the
+        object with most selected voxels and a fixed random probe ``r``,
+        ``g_j = d(sum_{i in A} <y_i, r>) / dx_j`` for the encoder input ``x`` and output ``y``
+        of the selected voxels. ``cross`` is the mean ``|g_j|`` over selected voxels ``j`` of
+        the other objects divided by ``|A|`` (a mean Jacobian-probe norm per pair); ``within``
+        the same over ``j`` in ``A`` (self terms included). NaN when fewer than two objects
+        are selected. ``instance`` (N,) holds 0 for background and an object id otherwise.
+        ``oracle_foreground`` encodes the voxels with ``instance > 0`` instead of the sampler's
+        top-k, so that two encoders are compared on the same voxel set."""
+        self._check_scene(coords, feats)
+        V.check_tensor(instance, "instance", ndim=1, shape=(len(coords),), integer=True, low=0)
+        seed = V.check_int(seed, "seed", low=0)
+        oracle_foreground = V.check_bool(oracle_foreground, "oracle_foreground")
+        with torch.no_grad():
+            x, _, sem_logits, fg_index = self._select(coords, feats)
+        if oracle_foreground:
+            fg_index = torch.nonzero(instance > 0).squeeze(1)
+        inst = instance[fg_index]
+        ids, counts = torch.unique(inst[inst > 0], return_counts=True)
+        out = dict(cross=float("nan"), within=float("nan"), n_a=0, n_other=0)
+        if len(ids) < 2 or len(fg_index) < 2:
+            return out
+        a = ids[counts.argmax()]
+        in_a, other = inst == a, (inst > 0) & (inst != a)
+        xf = x[fg_index].detach().requires_grad_(True)
+        sem = sem_logits[fg_index].argmax(1)
+        enc = self._encode(coords[fg_index], xf, sem)
+        gen = torch.Generator().manual_seed(seed)
+        probe = torch.randn(enc.shape[1], generator=gen)
+        probe = probe / probe.norm()
+        (grad,) = torch.autograd.grad((enc[in_a] @ probe).sum(), xf)
+        norms = grad.norm(dim=1) / int(in_a.sum())
+        out.update(
+            cross=float(norms[other].mean()),
+            within=float(norms[in_a].mean()),
+            n_a=int(in_a.sum()),
+            n_other=int(other.sum()),
+        )
         return out
 
     def tokens_per_layer(self, n_voxels: int) -> dict[str, int]:
@@ -186,7 +244,7 @@ class ForeMamba3DBackbone(nn.Module):
         k = self.n_selected(n_voxels)
         total = 0
         for p in range(1 + self.slide_iters):
-            m = len(rgsw_patches(k, self.patch_len, shift=p % 2 == 1)) if self.rgsw else 1
+            m = len(rgsw_patches(k, self.patch_content, shift=p % 2 == 1)) if self.rgsw else 1
             total += k + (m if self.token is not None else 0)
         return {"selected": k, "tokens": total * self.n_rot}
 
@@ -213,13 +271,22 @@ class ForeMamba3DBackbone(nn.Module):
         dirs = 2 if cell.bidirectional else 1
         return float(dirs * (per_token * tokens["tokens"] + extra))
 
+    @property
+    def patch_content(self) -> int:
+        """Voxels per RGSW patch: ``patch_len`` minus the appended local token, so a patch with
+        its token is ``patch_len`` long (the parallel scan pads to a power of two)."""
+        return max(2, self.patch_len - (1 if self.token is not None else 0))
+
     def n_selected(self, n_voxels: int) -> int:
         return int(min(n_voxels, max(self.k_min, math.ceil(self.fg_ratio * n_voxels))))
 
-    def forward(self, coords: torch.Tensor, feats: torch.Tensor) -> dict:
+    def _check_scene(self, coords, feats):
         _check_points(coords, feats, self.in_ch)
         if (coords >= torch.tensor(self.grid_shape)).any():
             raise ValueError(f"coords must lie inside grid_shape {self.grid_shape}")
+
+    def _select(self, coords, feats):
+        """Embedding, foreground scores, semantic logits and the top-k selection."""
         table = neighbour27(coords)
         x, pos = self._embed(coords, feats)
         if self.fg_ratio < 1.0:
@@ -231,14 +298,25 @@ class ForeMamba3DBackbone(nn.Module):
         n = len(coords)
         k = self.n_selected(n)
         fg_index = torch.topk(fg_logits.detach(), k).indices if k < n else torch.arange(n)
-        fc = coords[fg_index]
-        xf = x[fg_index]
-        sem = sem_logits.detach()[fg_index].argmax(1)
-        nb = SparseNeighbours(fc, 3)
+        return x, fg_logits, sem_logits, fg_index
+
+    def _encode(self, fc, xf, sem):
+        """The rotated-Hilbert RGSW encodings of the selected voxels, summed over rotations."""
+        cell = self.layers[0][0]
+        nb = SparseNeighbours(fc, cell.ssf_radius) if cell.use_ssf else None
         enc = 0
         for theta, layers in zip(self.thetas, self.layers):
             order = hilbert_order(fc.numpy(), theta, self.grid_shape)
             enc = enc + self._encode_rotation(layers, xf, order, sem, nb)
+        return enc
+
+    def forward(self, coords: torch.Tensor, feats: torch.Tensor) -> dict:
+        self._check_scene(coords, feats)
+        x, fg_logits, sem_logits, fg_index = self._select(coords, feats)
+        n = len(coords)
+        xf = x[fg_index]
+        sem = sem_logits.detach()[fg_index].argmax(1)
+        enc = self._encode(coords[fg_index], xf, sem)
         x = x.index_copy(0, fg_index, self.fuse(enc) + xf)
         return dict(
             bev=self._bev(coords, x),

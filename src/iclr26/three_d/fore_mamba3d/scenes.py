@@ -20,7 +20,8 @@ _SIZES = {0: (4.0, 2.0, 1.5), 1: (0.6, 0.6, 1.7)}
 class LidarScene:
     """One voxelised scene: integer ``coords`` (N, 3), ``feats`` (N, 4: mean x, y, z offsets in
     the voxel and range), ``fg`` (N,) foreground label, ``sem`` (N,) class (0 background,
-    1 car, 2 pedestrian), ``boxes`` (K, 7: cx, cy, cz, l, w, h, yaw in metres) and ``labels``."""
+    1 car, 2 pedestrian), ``boxes`` (K, 7: cx, cy, cz, l, w, h, yaw in metres), ``labels`` and
+    ``instance`` (N,) (0 background, k + 1 inside ``boxes[k]``)."""
 
     coords: torch.Tensor
     feats: torch.Tensor
@@ -28,6 +29,7 @@ class LidarScene:
     sem: torch.Tensor
     boxes: np.ndarray
     labels: np.ndarray
+    instance: torch.Tensor | None = None  # (N,) 0 background, k + 1 for boxes[k]
 
 
 def _box_surface(rng, centre, size, yaw, step):
@@ -74,13 +76,16 @@ class SyntheticLidarScenes:
         self.n_objects = (lo, hi)
         self.az_bins = V.check_int(azimuth_bins, "azimuth_bins", low=8)
         self.el_bins = V.check_int(elevation_bins, "elevation_bins", low=4)
+        self._memo: dict[int, LidarScene] = {}
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> LidarScene:
         i = V.check_int(i, "i", low=0, high=self.n - 1)
-        return self._make(np.random.default_rng([self.seed, i]))
+        if i not in self._memo:  # a scene is generated once (deterministic in seed and i)
+            self._memo[i] = self._make(np.random.default_rng([self.seed, i]))
+        return self._memo[i]
 
     def _make(self, rng) -> LidarScene:
         vs = self.voxel_size
@@ -138,7 +143,10 @@ class SyntheticLidarScenes:
         pts, rng_ = pts[order][first], rng_[order][first]  # first return per beam
         vox = np.floor(pts / vs).astype(np.int64)
         vox = np.minimum(vox, np.array(self.grid_shape) - 1)
-        uniq, inv = np.unique(vox, axis=0, return_inverse=True)
+        _, ny, nz = self.grid_shape
+        key = (vox[:, 0] * ny + vox[:, 1]) * nz + vox[:, 2]  # lexicographic, as unique(axis=0)
+        ukey, inv = np.unique(key, return_inverse=True)
+        uniq = np.stack([ukey // (ny * nz), (ukey // nz) % ny, ukey % nz], 1)
         inv = inv.ravel()
         cnt = np.bincount(inv, minlength=len(uniq))[:, None]
         mean = np.zeros((len(uniq), 4))
@@ -146,12 +154,14 @@ class SyntheticLidarScenes:
         mean /= cnt
         centres = (uniq + 0.5) * vs
         sem = np.zeros(len(uniq), dtype=np.int64)
-        for b, cls in zip(boxes, labels):
+        inst = np.zeros(len(uniq), dtype=np.int64)
+        for j, (b, cls) in enumerate(zip(boxes, labels)):
             d = centres - b[:3]
             cs, sn = np.cos(-b[6]), np.sin(-b[6])
             lx, ly = d[:, 0] * cs - d[:, 1] * sn, d[:, 0] * sn + d[:, 1] * cs
             inside = (np.abs(lx) <= b[3] / 2 + 0.5) & (np.abs(ly) <= b[4] / 2 + 0.5)
             inside &= np.abs(d[:, 2]) <= b[5] / 2 + 0.25  # enlarged by 0.5 m in x/y, 0.25 m in z
+            inst[inside & (sem == 0)] = j + 1
             sem[inside & (sem == 0)] = cls + 1
         return LidarScene(
             coords=torch.from_numpy(uniq),
@@ -160,4 +170,5 @@ class SyntheticLidarScenes:
             sem=torch.from_numpy(sem),
             boxes=np.array(boxes).reshape(-1, 7),
             labels=np.array(labels, dtype=np.int64),
+            instance=torch.from_numpy(inst),
         )

@@ -45,20 +45,39 @@ class SparseNeighbours:
         self.table = torch.stack(tables, 0)  # (3, N, 2r+1)
         self.radius = radius
         self.n = len(c)
+        # The off-centre neighbours that exist, as (output row, input row, flat tap) triples:
+        # the convolution touches only these (empty neighbours would contribute zeros).
+        taps = torch.arange(3 * (2 * radius + 1)).reshape(3, 1, -1).expand_as(self.table)
+        rows = torch.arange(self.n).reshape(1, -1, 1).expand_as(self.table)
+        offc = torch.ones(2 * radius + 1, dtype=torch.bool)
+        offc[radius] = False
+        hit = (self.table >= 0) & offc
+        by_tap = torch.argsort(taps[hit], stable=True)  # grouped by tap: weights expand by count
+        self.pair_rows, self.pair_cols = rows[hit][by_tap], self.table[hit][by_tap]
+        self.pair_taps = taps[hit][by_tap]
+        self.tap_counts = torch.bincount(self.pair_taps, minlength=3 * (2 * radius + 1))
 
 
 def axis_sparse_conv(values: torch.Tensor, nb: SparseNeighbours, weight: torch.Tensor):
     """Sum over the three axes of depth-wise sparse convolutions: values (N, C), weight
-    (3, 2r+1, C). Equal to dense conv3d with (k,1,1)/(1,k,1)/(1,1,k) kernels on a full grid."""
+    (3, 2r+1, C). Equal to dense conv3d with (k,1,1)/(1,k,1)/(1,1,k) kernels on a full grid.
+    The three centre taps act on the voxel itself and are applied once, summed; the other taps
+    only where the neighbour exists."""
     V.check_tensor(values, "values", ndim=2, shape=(nb.n, None), floating=True)
     V.check_tensor(
         weight, "weight", ndim=3, shape=(3, nb.table.shape[2], values.shape[1]), floating=True
     )
-    padded = torch.cat([values, values.new_zeros(1, values.shape[1])], 0)
-    idx = torch.where(nb.table < 0, torch.full_like(nb.table, values.shape[0]), nb.table)
-    gathered = padded[idx.permute(1, 0, 2).reshape(-1)].reshape(idx.shape[1], -1, values.shape[1])
-    w = weight.reshape(-1, values.shape[1])  # (3 * K, C), the taps of the three axes
-    return (gathered * w).sum(1)
+    return _axis_sparse_conv(values, nb, weight)
+
+
+def _axis_sparse_conv(values, nb, weight):
+    out = values * weight[:, nb.radius].sum(0)
+    n_pairs = len(nb.pair_rows)
+    if n_pairs:
+        w = weight.reshape(-1, values.shape[1])  # (3 * K, C), the taps of the three axes
+        w = torch.repeat_interleave(w, nb.tap_counts, dim=0, output_size=n_pairs)
+        out = out.index_add(0, nb.pair_rows, values.index_select(0, nb.pair_cols) * w)
+    return out
 
 
 class SASFMamba(nn.Module):
@@ -108,7 +127,9 @@ class SASFMamba(nn.Module):
         cell = self.cell
         L = x.shape[1]
         u, z = cell.in_proj(x).chunk(2, dim=-1)
-        u = u * valid[:, :, None]  # pads are invisible to the causal conv as well
+        all_valid = bool(valid.all())
+        if not all_valid:
+            u = u * valid[:, :, None]  # pads are invisible to the causal conv as well
         u = F.silu(cell.conv1d(u.transpose(1, 2))[:, :, :L].transpose(1, 2))
         A = -torch.exp(cell.A_log.float())
         dbc = cell.x_proj(u)
@@ -116,50 +137,74 @@ class SASFMamba(nn.Module):
         delta = F.softplus(F.linear(delta, cell.dt_proj.weight) + cell.dt_proj.bias)
         dA = torch.exp(delta.unsqueeze(-1) * A)
         BX = delta.unsqueeze(-1) * B.unsqueeze(2) * u.unsqueeze(-1)
-        keep = valid[:, :, None, None]
-        dA = torch.where(keep, dA, torch.ones_like(dA))  # pads leave the state untouched
-        BX = torch.where(keep, BX, torch.zeros_like(BX))
+        if not all_valid:
+            keep = valid[:, :, None, None]
+            dA = torch.where(keep, dA, torch.ones_like(dA))  # pads leave the state untouched
+            BX = torch.where(keep, BX, torch.zeros_like(BX))
         return pscan(dA, BX), C, u, z
 
-    def _fuse(self, h, token_id, sem, nb):
-        M, L, E, N = h.shape
-        flat = h.reshape(M * L, E * N)
+    def _fuse(self, flat, token_id, sem, nb):
+        """SAF then SSF on the states of the real voxels. ``flat`` (M*L, E*N) holds every
+        position's state; returns the flat positions of the voxels (grouped by class where SAF
+        runs) and their fused states, or ``None`` when there is nothing to fuse."""
         ids = token_id.reshape(-1)
-        real = torch.nonzero(ids >= 0).squeeze(1)
-        if real.numel() == 0 or not (self.use_saf or self.use_ssf):
-            return h
-        hv = flat[real]
+        src = torch.nonzero(ids >= 0).squeeze(1)
+        if src.numel() == 0 or not (self.use_saf or self.use_ssf):
+            return None
+        if self.use_saf:  # stable grouping by predicted class: sequence order kept in a class
+            src = src[torch.argsort(sem[ids[src]], stable=True)]
+        hv = flat.index_select(0, src)
         if self.use_saf:
-            cls = sem[ids[real]]
-            perm = torch.argsort(cls, stable=True)
-            grouped = hv[perm].t().unsqueeze(0)
-            mixed = F.conv1d(
-                grouped, self.saf_weight, padding=self.saf_weight.shape[-1] // 2, groups=E * N
-            )
-            out = torch.empty_like(hv)
-            out[perm] = mixed.squeeze(0).t()
-            hv = out
-        if self.use_ssf:
-            grid = hv.new_zeros(nb.n, E * N)
-            grid = grid.index_copy(0, ids[real], hv)
-            conv = axis_sparse_conv(grid, nb, self.ssf_weight)
-            hv = conv[ids[real]]
-        flat = flat.index_copy(0, real, hv)
-        return flat.reshape(M, L, E, N)
+            k = self.saf_weight.shape[-1]
+            hv = F.conv1d(hv.t()[None], self.saf_weight, padding=k // 2, groups=hv.shape[1])
+            hv = hv[0].t()
+        if self.use_ssf:  # L2S, axis-wise depth-wise convolutions, S2L
+            vid = ids[src]
+            grid = hv.new_zeros(nb.n, hv.shape[1]).index_copy(0, vid, hv)
+            hv = _axis_sparse_conv(grid, nb, self.ssf_weight).index_select(0, vid)
+        return src, hv
 
     def _direction(self, x, valid, token_id, sem, nb):
         h, C, u, z = self.scan_states(x, valid)
-        h = self._fuse(h, token_id, sem, nb)
-        y = (h @ C.unsqueeze(-1)).squeeze(-1) + self.cell.D * u
+        M, L, E, N = h.shape
+        y = (h @ C.unsqueeze(-1)).squeeze(-1)
+        fused = self._fuse(h.reshape(M * L, E * N), token_id, sem, nb)
+        if fused is not None:  # read the fused states out at their positions
+            src, hv = fused
+            c_src = C.reshape(M * L, N)[src]
+            y_src = (hv.reshape(-1, E, N) @ c_src.unsqueeze(-1)).squeeze(-1)
+            y = y.reshape(M * L, E).index_copy(0, src, y_src).reshape(M, L, E)
+        y = y + self.cell.D * u
         return self.cell.out_proj(y * F.silu(z))
 
     def forward(self, x, valid=None, token_id=None, sem=None, nb=None):
-        V.check_tensor(x, "x", ndim=3, floating=True)
+        V.check_tensor(
+            x, "x", ndim=3, shape=(None, None, self.norm.normalized_shape[0]), floating=True
+        )
         M, L, _ = x.shape
         if valid is None:
             valid = torch.ones(M, L, dtype=torch.bool)
         if token_id is None:
             token_id = torch.full((M, L), -1, dtype=torch.long)
+        V.check_tensor(valid, "valid", ndim=2, shape=(M, L))
+        V.check_tensor(token_id, "token_id", ndim=2, shape=(M, L), integer=True)
+        if valid.dtype != torch.bool:
+            raise TypeError(f"valid must be a bool mask, got {valid.dtype}")
+        n_ids = int(token_id.max()) + 1 if token_id.numel() else 0
+        if n_ids > 0 and self.use_saf:
+            if sem is None:
+                raise ValueError("sem (predicted class per voxel) is required when use_saf=True")
+            V.check_tensor(sem, "sem", ndim=1, integer=True, low=0)
+            if len(sem) < n_ids:
+                raise ValueError(f"sem must hold a class for every voxel id < {n_ids}")
+        if n_ids > 0 and self.use_ssf:
+            if not isinstance(nb, SparseNeighbours) or nb.n < n_ids:
+                raise ValueError("nb must be the SparseNeighbours of the voxels token_id refers to")
+            if nb.radius != self.ssf_radius:
+                raise ValueError(f"nb must have radius {self.ssf_radius} (ssf_kernel // 2)")
+        return self._forward(x, valid, token_id, sem, nb)
+
+    def _forward(self, x, valid, token_id, sem, nb):
         xn = self.norm(x)
         out = self._direction(xn, valid, token_id, sem, nb)
         if self.bidirectional:
