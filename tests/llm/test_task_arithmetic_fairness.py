@@ -221,11 +221,52 @@ def test_end_to_end_two_groups(tiny):
 
 
 def test_claims_smoke(tmp_path):
-    for name in ("tuned-ta-vs-fft-lora", "lambda-frontier", "subgroup-injection"):
+    names = ("tuned-ta-vs-fft-lora", "lambda-frontier", "subgroup-injection", "bound-diagnostic")
+    for name in names:
         record = run_claim("task_arithmetic_fairness", name, "smoke", out_dir=tmp_path)
         assert record["verdict"] != "error", record["traceback"]
         assert not contract_problems(record), name
         assert record["metrics"]
+    # D1 is reported, never judged; its U(λ) uses the relative coefficients λ_g = G·λ
+    assert record["verdict"] == "inconclusive" and "not judged" in record["reason"]
+    seed = record["metrics"]["per_seed"][0]
+    norms = np.array(list(seed["tau_norms"].values()))
+    G = len(norms)
+    assert seed["L"] > 0 and seed["L"] == max(seed["lipschitz_at"].values())
+    for row in seed["rows"]:
+        want = 2 * seed["L"] * abs(G * row["lam"] - 1) * norms.sum()
+        assert row["U"] == pytest.approx(want, rel=1e-6)
+    assert 0.0 <= record["metrics"]["share_dpd_below_U"] <= 1.0
+
+
+def test_bound_diagnostic_helpers():
+    from iclr26.llm.task_arithmetic_fairness.claims import (
+        group_sensitivity,
+        score_density_bounds,
+        soft_dpd,
+    )
+
+    # one-vs-rest DPD of group "a" rises with slope 0.3, "b" falls with slope 0.1
+    sweep = [
+        {
+            "lam": lam,
+            "test": {
+                "groups": {
+                    "a": {"dpd_vs_rest": 0.1 + 0.3 * lam},
+                    "b": {"dpd_vs_rest": 0.5 - 0.1 * lam},
+                }
+            },
+        }
+        for lam in (0.0, 0.2, 0.5, 1.0)
+    ]
+    sens = group_sensitivity(sweep)
+    assert sens["a"] == pytest.approx(0.3) and sens["b"] == pytest.approx(0.1)
+    scores = np.array([0.2, 0.4, 0.9, 0.6, 0.5, 0.1])
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    assert soft_dpd(scores, groups) == pytest.approx(0.5 - 0.4)
+    # class 1 of group 1: scores 0.6, 0.5 -> one of two within ±0.05 of 0.5
+    dens = score_density_bounds(scores, np.array([0, 0, 1, 1, 1, 0]), groups, half_width=0.05)
+    assert dens["B1"] == pytest.approx(0.5 / 0.1) and dens["B0"] == pytest.approx(0.0)
 
 
 # ------------------------------------------------------------------ Lipschitz estimate, facade

@@ -1,5 +1,7 @@
 """Claim checks of "On Fairness of Task Arithmetic": tuned task addition against FFT and LoRA
-(C1), the λ frontier (C2) and subgroup-dependent injection (C3), on ``identity_toxicity``."""
+(C1), the λ frontier (C2), subgroup-dependent injection (C3), on ``identity_toxicity``, and the
+bound diagnostic D1 (the paper's DPD bound along the λ sweep, with an empirical Lipschitz
+constant; reported, not judged)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,17 @@ from iclr26.llm.task_arithmetic_fairness.editing import (
     lambda_sweep,
     select_lambda,
 )
+from iclr26.llm.task_arithmetic_fairness.estimator import estimate_lipschitz
+from iclr26.llm.task_arithmetic_fairness.fairness import check_groups, fairness_bound
 from iclr26.llm.task_arithmetic_fairness.model import (
     encode,
     finetune_full,
     finetune_lora,
+    predict_proba,
     sequence_classifier,
     subgroup_task_vectors,
 )
+from iclr26.llm.task_arithmetic_fairness.task_vector import merge
 
 PAPER = "task_arithmetic_fairness"
 
@@ -62,6 +68,88 @@ def _settings(ctx: Context) -> dict:
 
 
 INJECT_LAMBDAS = (0.1, 0.3, 0.5)
+# D1: the finite-difference step of one subgroup's coefficient around the balanced point (sum
+# convention, so λ_g moves from 1/G to 1/G + δ), and the half-width of the score window around
+# the 0.5 threshold in which the class-conditional score densities B0, B1 are estimated.
+COEFF_STEP = 0.1
+DENSITY_HALF_WIDTH = 0.05
+
+
+def soft_dpd(scores, groups) -> float:
+    """max_g E[s | g] − min_g E[s | g]: the demographic-parity gap of the scores themselves
+    (the quantity a Lipschitz bound on the score controls directly)."""
+    _, codes = check_groups(groups, len(scores))
+    means = [float(np.mean(scores[codes == g])) for g in range(int(codes.max()) + 1)]
+    return max(means) - min(means)
+
+
+def score_density_bounds(scores, y, groups, half_width: float = DENSITY_HALF_WIDTH) -> dict:
+    """B_c = max_g P(|s − 0.5| <= h | y = c, g) / 2h: a histogram estimate, per class c, of
+    the largest group-conditional score density at the decision threshold."""
+    _, codes = check_groups(groups, len(scores))
+    near = np.abs(np.asarray(scores) - 0.5) <= half_width
+    y = np.asarray(y)
+    out = {}
+    for c in (0, 1):
+        dens = [
+            near[(codes == g) & (y == c)].mean() / (2 * half_width)
+            for g in range(int(codes.max()) + 1)
+            if ((codes == g) & (y == c)).any()
+        ]
+        out[f"B{c}"] = float(max(dens)) if dens else 0.0
+    return out
+
+
+def group_sensitivity(sweep: list[dict], split: str = "test", key: str = "dpd_vs_rest") -> dict:
+    """Each group's mean |Δ metric_g / Δλ| over consecutive grid points of a λ sweep (finite
+    differences of the one-vs-rest gap ``key`` of that group)."""
+    lams = np.array([r["lam"] for r in sweep], dtype=float)
+    groups = list(sweep[0][split]["groups"])
+    out = {}
+    for g in groups:
+        vals = np.array([r[split]["groups"][g][key] for r in sweep], dtype=float)
+        out[g] = float(np.nanmean(np.abs(np.diff(vals) / np.diff(lams))))
+    return out
+
+
+def _bound_measurements(base, vectors: dict, sets: dict, grid) -> dict:
+    """What D1 needs beyond the sweep: the balanced point θ̄ = θ₀ + (1/G) Σ τ_g evaluated,
+    an empirical Lipschitz constant of the score in θ at λ = 0, 1/G and 1 (validation inputs;
+    the largest is kept), the soft DPD along the grid, the score densities at the threshold
+    and the DPD change when one subgroup's coefficient alone moves by ``COEFF_STEP``."""
+    items = list(vectors.values())
+    n = len(items)
+    enc_val, y_val, g_val = sets["val"]
+    balanced = merge(base, items, [1.0 / n] * n)
+    lipschitz = {}
+    for name, lam in (("0", 0.0), ("bar", 1.0 / n), ("1", 1.0)):
+        model = balanced if name == "bar" else merge(base, items, [lam] * n)
+        lipschitz[name] = estimate_lipschitz(model, vectors, enc_val, n_directions=8)["L"]
+    enc_test, _, g_test = sets["test"]
+    soft = [
+        soft_dpd(predict_proba(merge(base, items, [lam] * n), enc_test), g_test) for lam in grid
+    ]
+    bar = {k: evaluate(balanced, *v) for k, v in sets.items()}
+    coeff = {}
+    for k, g in enumerate(vectors):
+        moved = merge(base, items, [1.0 / n + (COEFF_STEP if j == k else 0.0) for j in range(n)])
+        rep = evaluate(moved, *sets["test"])
+        coeff[g] = {
+            "d_dpd": abs(rep["dpd"] - bar["test"]["dpd"]) / COEFF_STEP,
+            "d_dpd_g": abs(
+                rep["groups"][g]["dpd_vs_rest"] - bar["test"]["groups"][g]["dpd_vs_rest"]
+            )
+            / COEFF_STEP,
+        }
+    return {
+        "lipschitz": lipschitz,
+        "L": max(lipschitz.values()),
+        "balanced": bar,
+        "soft_dpd_bar": soft_dpd(predict_proba(balanced, enc_test), g_test),
+        "soft_dpd_test": soft,
+        "density": score_density_bounds(predict_proba(balanced, enc_val), y_val, g_val),
+        "coeff_sensitivity": coeff,
+    }
 
 
 def _experiment(ctx: Context, seed: int) -> dict:
@@ -98,7 +186,9 @@ def _experiment(ctx: Context, seed: int) -> dict:
         ctx.report(0.5, "subgroup vectors done")
         sets = {k: (enc[k], getattr(data, k).y, getattr(data, k).group) for k in ("val", "test")}
         sweep = lambda_sweep(base, vectors, sets, grid=s["grid"], convention="sum")
-        ctx.report(0.8, "sweep done")
+        ctx.report(0.7, "sweep done")
+        bound = _bound_measurements(base, vectors, sets, s["grid"])
+        ctx.report(0.8, "bound measurements done")
         inject = [
             {
                 "group": g,
@@ -112,6 +202,7 @@ def _experiment(ctx: Context, seed: int) -> dict:
             "seed": ctx.seed + seed,
             "sweep": sweep,
             "inject": inject,
+            "bound": bound,
             "tau_norms": {g: vec.norm() for g, vec in vectors.items()},
             "fft": {k: evaluate(fft, *v) for k, v in sets.items()},
             "lora": {k: evaluate(lora, *v) for k, v in sets.items()},
@@ -316,4 +407,149 @@ def subgroup_injection(ctx: Context) -> Result:
             "some g raises worst-group DPD or EOD by >= 0.01": harm >= 0.01,
         },
         figures=[fig_path],
+    )
+
+
+def _rho(x, y) -> float:
+    rho = spearmanr(x, y)[0] if len(x) >= 3 else float("nan")
+    return float(rho) if np.isfinite(rho) else float("nan")
+
+
+@claim(
+    paper=PAPER,
+    name="bound-diagnostic",
+    statement="Diagnostic D1 (reported, not judged): the paper's bound DPD(θ(λ)) <= U(λ) = "
+    "2L Σ_g |λ_g − 1| ‖τ_g‖ along the λ sweep with an empirical L, and whether groups with "
+    "larger task vectors react more to λ",
+    paper_value="DPD <= 2L Σ_g |λ_g − 1| ‖τ_g‖ and EOD <= EOD(θ̄) + 4 √((B0+B1) U); groups with "
+    "large task-vector norms react most to λ",
+    criterion="none (diagnostic; the bound assumes DPD(θ̄) = 0, which need not hold): reported "
+    "are U(λ) against test DPD on the grid (λ_g = G·λ), the share of grid points where "
+    "DPD <= U and DPD <= DPD(θ̄) + U, and Spearman(‖τ_g‖, mean |ΔDPD_g/Δλ|) over groups",
+    headline=("lipschitz_L", "share_dpd_below_U", "spearman_norm_sensitivity"),
+)
+def bound_diagnostic(ctx: Context) -> Result:
+    s = _settings(ctx)
+    per_seed = []
+    for seed in s["seeds"]:
+        ex = _experiment(ctx, seed)
+        b, sweep = ex["bound"], ex["sweep"]
+        groups = list(ex["tau_norms"])
+        norms = np.array([ex["tau_norms"][g] for g in groups])
+        G = len(groups)
+        bar = b["balanced"]["test"]
+        rows = []
+        for r, soft in zip(sweep, b["soft_dpd_test"]):
+            bound = fairness_bound(
+                [G * r["lam"]] * G,
+                norms,
+                L=b["L"],
+                B0=b["density"]["B0"],
+                B1=b["density"]["B1"],
+                eod_bar=bar["eod"],
+            )
+            rows.append(
+                {
+                    "lam": r["lam"],
+                    "U": bound["U"],
+                    "dpd": r["test"]["dpd"],
+                    "soft_dpd": soft,
+                    "eod": r["test"]["eod"],
+                    "eod_bound": bound["eod_bound"],
+                }
+            )
+        sens = group_sensitivity(sweep)
+        coeff = b["coeff_sensitivity"]
+
+        def share(ok) -> float:
+            return float(np.mean([bool(v) for v in ok]))
+
+        per_seed.append(
+            {
+                "seed": ex["seed"],
+                "L": b["L"],
+                "lipschitz_at": b["lipschitz"],
+                "rows": rows,
+                "tau_norms": dict(zip(groups, norms.tolist())),
+                "sensitivity_dpd_g_per_lambda": sens,
+                "sensitivity_dpd_per_coeff": {g: coeff[g]["d_dpd"] for g in groups},
+                "spearman_norm_sensitivity": _rho(norms, [sens[g] for g in groups]),
+                "spearman_norm_coeff_sensitivity": _rho(norms, [coeff[g]["d_dpd"] for g in groups]),
+                "share_dpd_below_U": share(x["dpd"] <= x["U"] for x in rows),
+                "share_dpd_below_dpd_bar_plus_U": share(
+                    x["dpd"] <= bar["dpd"] + x["U"] for x in rows
+                ),
+                "share_soft_dpd_below_soft_bar_plus_U": share(
+                    x["soft_dpd"] <= b["soft_dpd_bar"] + x["U"] for x in rows
+                ),
+                "share_eod_below_bound": share(x["eod"] <= x["eod_bound"] for x in rows),
+                "spearman_U_dpd": _rho([x["U"] for x in rows], [x["dpd"] for x in rows]),
+                "dpd_bar": bar["dpd"],
+                "eod_bar": bar["eod"],
+                "soft_dpd_bar": b["soft_dpd_bar"],
+                "density": b["density"],
+                "fft_test": _short(ex["fft"]["test"]),
+            }
+        )
+
+    def mean(key: str) -> float:
+        vals = [p[key] for p in per_seed if np.isfinite(p[key])]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    keys = (
+        "L",
+        "share_dpd_below_U",
+        "share_dpd_below_dpd_bar_plus_U",
+        "share_soft_dpd_below_soft_bar_plus_U",
+        "share_eod_below_bound",
+        "spearman_norm_sensitivity",
+        "spearman_norm_coeff_sensitivity",
+        "spearman_U_dpd",
+        "dpd_bar",
+        "eod_bar",
+    )
+    metrics = {("lipschitz_L" if k == "L" else k): mean(k) for k in keys}
+    metrics["per_seed"] = per_seed
+    first = per_seed[0]
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    lam = [x["lam"] for x in first["rows"]]
+    axes[0].plot(lam, [x["U"] for x in first["rows"]], "o-", color="C3", label="U(λ)")
+    axes[0].plot(lam, [x["dpd"] for x in first["rows"]], "o-", color="C0", label="test DPD")
+    axes[0].plot(lam, [x["soft_dpd"] for x in first["rows"]], "s--", color="C2", label="soft DPD")
+    axes[0].axvline(1.0 / len(first["tau_norms"]), color="gray", linestyle=":", label="θ̄")
+    axes[0].set_yscale("symlog", linthresh=0.01)
+    axes[0].set_xlabel("λ (sum convention)")
+    axes[0].legend(fontsize=7)
+    g_names = list(first["tau_norms"])
+    axes[1].scatter(
+        [first["tau_norms"][g] for g in g_names],
+        [first["sensitivity_dpd_g_per_lambda"][g] for g in g_names],
+    )
+    for g in g_names:
+        axes[1].annotate(
+            g, (first["tau_norms"][g], first["sensitivity_dpd_g_per_lambda"][g]), fontsize=7
+        )
+    axes[1].set_xlabel("‖τ_g‖")
+    axes[1].set_ylabel("mean |ΔDPD_g / Δλ|")
+    fig_path = ctx.save_figure(fig, PAPER, "bound-diagnostic")
+    note = (
+        f"diagnostic, not judged: DPD <= U at {metrics['share_dpd_below_U']:.0%} of grid points "
+        f"(L = {metrics['lipschitz_L']:.3g}, DPD(θ̄) = {metrics['dpd_bar']:.3f}), "
+        f"Spearman(‖τ_g‖, sensitivity) = {metrics['spearman_norm_sensitivity']:.2f}"
+    )
+    return Result.inconclusive(
+        note,
+        metrics,
+        baseline={
+            "fft_test": first["fft_test"],
+            "balanced_point": {"dpd": first["dpd_bar"], "eod": first["eod_bar"]},
+        },
+        checks={
+            "reported: DPD <= U(λ) at every grid point": metrics["share_dpd_below_U"] == 1.0,
+            "reported: Spearman(‖τ_g‖, |ΔDPD_g/Δλ|) > 0": bool(
+                metrics["spearman_norm_sensitivity"] > 0
+            ),
+        },
+        figures=[str(fig_path)],
     )
