@@ -6,6 +6,7 @@ every claim at smoke scale."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -166,6 +167,41 @@ def test_answer_positions_with_left_padding(lm):
     assert cot_rows[0][-2] == end_think and cot_rows[1][-2] == end_think
 
 
+def test_forward_at_last_keeps_only_the_last_logits_also_under_peft(lm):
+    from peft import LoraConfig, get_peft_model
+
+    from iclr26.llm.siren.lm import _last_logits_only
+
+    model, tok = lm
+    assert _last_logits_only(model) == {"logits_to_keep": 1}
+    wrapped = get_peft_model(
+        copy.deepcopy(model), LoraConfig(r=2, target_modules=["k_proj", "v_proj"])
+    )
+    assert _last_logits_only(wrapped) == {"logits_to_keep": 1}
+    rows = encode_rows(tok, ["Recent: a = 4\nCandidate: b\n", "Candidate: c\n"], AO_SUFFIX)
+    logits, states = forward_at_last(wrapped, rows, tok.pad_token_id, hidden=True)
+    with torch.no_grad():
+        full = model(input_ids=torch.tensor([rows[1]])).logits[0, -1]
+    assert logits.shape == (2, full.shape[0]) and states.shape[:2] == (2, 2)
+    assert torch.allclose(logits[1], full, atol=1e-4)  # fresh LoRA (B = 0) changes nothing
+
+
+def test_cot_decoding_with_last_logits_only_matches_plain_greedy_rollouts(lm):
+    from iclr26.llm.siren.lm import generate_cot
+    from iclr26.rl.grpo import sample_rollouts
+
+    model, tok = lm
+    prompts = ["Recent: a = 4\nCandidate: b\n", "Candidate: c\n"]
+    _, ids = generate_cot(model, tok, prompts, max_new_tokens=6)
+    ro = sample_rollouts(
+        model, encode_rows(tok, prompts), 1, 6, tok.eos_token_id, tok.pad_token_id, greedy=True
+    )
+    plain = [
+        ro.input_ids[r, ro.prompt_len :][ro.response_mask[r].bool()].tolist() for r in range(2)
+    ]
+    assert ids == plain and all(len(g) >= 1 for g in ids)
+
+
 def test_ao_scoring_is_one_forward_pass_over_digits(lm):
     model, tok = lm
     prompts = ["Recent: a = 4\nCandidate: b\n", "Recent: c = 1\nCandidate: d\n"]
@@ -176,6 +212,9 @@ def test_ao_scoring_is_one_forward_pass_over_digits(lm):
         logits = model(input_ids=ids).logits[0, -1]
     digits = [tok.encode(str(r), add_special_tokens=False)[0] for r in range(1, 6)]
     assert np.allclose(probs[1], torch.softmax(logits[digits], -1).numpy(), atol=1e-5)
+    # batched and left-padded, with only the last column's logits computed: the same numbers
+    batched = ao_digit_probs(model, tok, prompts + ["Candidate: e\n"], batch_size=3)
+    assert np.allclose(batched[:2], probs, atol=1e-5)
     assert ratings_from_probs(np.array([[0.1, 0.2, 0.5, 0.1, 0.1]])).tolist() == [3.0]
     assert ratings_from_probs(np.array([[0, 0, 0, 0.5, 0.5]]), expected=True)[0] == 4.5
 

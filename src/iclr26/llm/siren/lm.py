@@ -4,6 +4,8 @@ pass), chain-of-thought decoding, and the decoder-layer hidden states at ``<answ
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,6 +58,37 @@ def answer_positions(input_ids: torch.Tensor, answer_id: int) -> torch.Tensor:
     return torch.where(hit, idx, torch.full_like(idx, -1)).max(1).values
 
 
+def _last_logits_only(model) -> dict:
+    """``logits_to_keep=1`` where the model's forward takes it (Hugging Face causal LMs since
+    transformers 4.45; under peft, the wrapped model's): only the last column's logits are
+    needed, and the vocabulary projection of every other position is most of the pass."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    try:
+        params = inspect.signature(inner.forward).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+
+
+def _prompt_pass_last_logits(model):
+    """``model`` for decoding with ``logits_to_keep=1`` on every call where its forward takes
+    it: the prompt pass then projects only its last position onto the vocabulary, as
+    ``generate`` does, and the one-token decode steps are unchanged. The returned callable's
+    signature is the model's own, so the KV-cache keyword is still found."""
+    extra = _last_logits_only(model)
+    if not extra:
+        return model
+
+    class LastLogitsOnly(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+    wrapper = LastLogitsOnly()
+    wrapper.forward = functools.wraps(model.forward)(lambda *a, **kw: model(*a, **kw, **extra))
+    return wrapper
+
+
 def forward_at_last(model, rows: Sequence[Sequence[int]], pad_id: int, hidden: bool = False):
     """One forward pass over left-padded ``rows``; returns the logits at the last column
     ``[B, V]`` and, with ``hidden``, the decoder-layer outputs there ``[B, L, d]`` (hidden
@@ -68,6 +101,7 @@ def forward_at_last(model, rows: Sequence[Sequence[int]], pad_id: int, hidden: b
         attention_mask=attn,
         position_ids=position_ids_from_mask(attn),
         output_hidden_states=hidden,
+        **_last_logits_only(model),
     )
     logits = out.logits[:, -1].float()
     if not hidden:
@@ -114,10 +148,11 @@ def generate_cot(
     batch_size = V.check_int(batch_size, "batch_size", low=1)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     rows = encode_rows(tok, prompts)
+    decoder = _prompt_pass_last_logits(model)
     texts, ids = [], []
     for s in range(0, len(rows), batch_size):
         ro = sample_rollouts(
-            model, rows[s : s + batch_size], 1, max_new_tokens, tok.eos_token_id, pad, greedy=True
+            decoder, rows[s : s + batch_size], 1, max_new_tokens, tok.eos_token_id, pad, greedy=True
         )
         resp = ro.input_ids[:, ro.prompt_len :]
         for r in range(len(resp)):
