@@ -83,6 +83,25 @@ def mark_threshold(ax, value: float, label: str, axis: str = "y", **line_kwargs)
     return line
 
 
+def slope_guide(ax, xs, ys, slope: float, label: str, **line_kwargs) -> None:
+    """The bound of a log-log slope criterion on ``ax``: a dashed line of ``slope`` through the
+    centroid of (log xs, log ys), where the least-squares fit that the criterion judges also
+    passes, so the fitted line is steeper than the guide exactly when its slope is larger.
+    Points with a non-finite or non-positive coordinate are left out; none left: no line."""
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lx, ly = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
+    ok = np.isfinite(lx) & np.isfinite(ly)
+    if not ok.any():
+        return
+    kwargs = {"color": "black", "linestyle": "--", "linewidth": 1.0, "alpha": 0.7}
+    kwargs.update(line_kwargs)
+    grid = np.linspace(lx[ok].min(), lx[ok].max(), 20)
+    centre = ly[ok].mean() + slope * (grid - lx[ok].mean())
+    ax.loglog(np.exp(grid), np.exp(centre), label=label, **kwargs)
+
+
 @dataclass
 class Context:
     """What a claim check gets from the runner."""
@@ -129,6 +148,18 @@ class Context:
         fig.savefig(path, dpi=dpi)
         plt.close(fig)
         return path
+
+    def save_judged(self, fig, paper: str, name: str, result: Result, dpi: int = 110) -> Result:
+        """Title ``fig`` with the claim and ``result``'s verdict (kept above a single axes'
+        own title), save it with :meth:`save_figure` and append its path to
+        ``result.figures``; returns ``result``."""
+        title = f"{paper} · {name}\nverdict: {result.verdict.value} ({self.scale.value} scale)"
+        axes = fig.get_axes()
+        if len(axes) == 1 and axes[0].get_title():  # title_figure would keep only that title
+            axes[0].set_title(f"{title}\n{axes[0].get_title()}", fontsize=9)
+        title_figure(fig, title)
+        result.figures.append(str(self.save_figure(fig, paper, name, dpi=dpi)))
+        return result
 
     @staticmethod
     def mark_threshold(ax, value: float, label: str, axis: str = "y", **line_kwargs):

@@ -177,3 +177,46 @@ def test_figures_get_a_title_and_a_threshold_mark(tmp_path):
     assert path.name == "paper-claim-smoke.png" and path.is_file()
     with pytest.raises(ValueError, match="axis"):
         mark_threshold(ax, 1.0, "x", axis="z")
+
+
+def test_save_judged_titles_with_the_verdict_and_attaches_the_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ctx = Context(scale="smoke", out_dir=tmp_path)
+    result = Result.judge(metrics={"a": 1.0}, required={"a > 0": True}, baseline={"b": 0.0})
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    ax.set_title("own title")
+    titles = []
+    real_save = fig.savefig
+    fig.savefig = lambda *a, **k: (titles.append(ax.get_title()), real_save(*a, **k))
+    out = ctx.save_judged(fig, "_test_paper", "judged", result)
+    assert out is result and len(result.figures) == 1
+    assert result.figures[0] == str(ctx.figure_path("_test_paper", "judged"))
+    assert titles and "verdict: reproduced (smoke scale)" in titles[0]
+    assert titles[0].endswith("own title") and "_test_paper · judged" in titles[0]
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_slope_guide_passes_through_the_log_centroid_with_the_given_slope():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from iclr26.claims import slope_guide
+
+    fig, ax = plt.subplots()
+    xs, ys = [1.0, 10.0, 100.0, 0.0], [2.0, 20.0, 200.0, 5.0]  # x = 0 is left out
+    slope_guide(ax, xs, ys, 2.0, "bound")
+    (line,) = ax.get_lines()
+    gx, gy = np.log(line.get_xdata()), np.log(line.get_ydata())
+    assert np.allclose(np.diff(gy) / np.diff(gx), 2.0)
+    cx, cy = np.log([1.0, 10.0, 100.0]).mean(), np.log([2.0, 20.0, 200.0]).mean()
+    assert np.isclose(np.interp(cx, gx, gy), cy) and line.get_label() == "bound"
+    slope_guide(ax, [0.0], [1.0], 1.0, "none")  # nothing finite: no line
+    assert len(ax.get_lines()) == 1
+    plt.close(fig)

@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from iclr26.claims import Context, Result, claim, title_figure  # noqa: E402
+from iclr26.claims import Context, Result, claim, mark_threshold, slope_guide  # noqa: E402
 from iclr26.classic.cda.estimator import CDAClassifier  # noqa: E402
 from iclr26.classic.cda.kernel import median_bandwidth, squared_distances  # noqa: E402
 from iclr26.data import load  # noqa: E402
@@ -134,9 +134,6 @@ def accuracy_ranks(ctx: Context) -> Result:
     per_dataset = {m: auc[m].mean(axis=1) for m in methods}
     beats_nc = int(np.sum(per_dataset["cda"] > per_dataset["nearest_centroid"]))
 
-    figure = ctx.figure_path(SLUG, "accuracy-ranks")
-    _plot_c1(figure, datasets, per_dataset, mean_rank, methods)
-
     metrics = {
         "cda_mean_rank": mean_rank["cda"],
         "cda_mean_auroc": mean_auc["cda"],
@@ -157,7 +154,7 @@ def accuracy_ranks(ctx: Context) -> Result:
         for m in methods
         if m != "cda"
     }
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -172,16 +169,21 @@ def accuracy_ranks(ctx: Context) -> Result:
             ]
             >= mean_auc[best_auc_baseline] - 0.01,
         },
-        figures=[figure],
     )
+    fig = _plot_c1(datasets, per_dataset, mean_rank, methods, best_baseline)
+    return ctx.save_judged(fig, SLUG, "accuracy-ranks", result)
 
 
-def _plot_c1(path, datasets, per_dataset, mean_rank, methods) -> None:
+def _plot_c1(datasets, per_dataset, mean_rank, methods, best_baseline):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), width_ratios=(3, 1))
     width = 0.8 / len(methods)
     x = np.arange(len(datasets))
     for k, m in enumerate(methods):
         left.bar(x + k * width, per_dataset[m], width, label=m)
+    # CDA's bar must exceed NearestCentroid's on >= 5/6 of the datasets
+    left.hlines(per_dataset["nearest_centroid"], x - width / 2, x + 0.8 - width / 2,
+                colors="black", linestyles="--", linewidth=1.0, alpha=0.7,
+                label="NearestCentroid (CDA above on >= 5/6)")  # fmt: skip
     left.set_xticks(x + 0.4 - width / 2, datasets, rotation=20)
     low = min(float(np.min(v)) for v in per_dataset.values())
     left.set_ylim(max(0.0, low - 0.05), 1.0)
@@ -189,12 +191,11 @@ def _plot_c1(path, datasets, per_dataset, mean_rank, methods) -> None:
     left.legend(fontsize=8, ncol=len(methods), loc="lower center", bbox_to_anchor=(0.5, 1.0))
     ranked = list(mean_rank)
     right.bar(ranked, [mean_rank[m] for m in ranked], color="tab:gray")
+    mark_threshold(right, mean_rank[best_baseline], f"CDA <= best baseline ({best_baseline})")
     right.set_ylabel("mean AUROC rank (1 = best)")
     right.tick_params(axis="x", rotation=30)
-    title_figure(fig, "cda · accuracy-ranks")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    right.legend(fontsize=7)
+    return fig
 
 
 # ---------------------------------------------------------------- C2: fit-time scaling
@@ -357,9 +358,6 @@ def fit_time_scaling(ctx: Context) -> Result:
     cda_m, lda_m = times_m["cda"][-1], times_m["lda"][-1]
     cda_n, svc_n = times_n["cda"][-1], times_n["svc_linear"][-1]
 
-    figure = ctx.figure_path(SLUG, "fit-time-scaling")
-    _plot_c2(figure, m_values, times_m, ops_m, n_values, times_n, ops_n, n_fixed, m_fixed)
-
     slope_checks = {
         "CDA operation-count slope vs M <= 1.2": ops_slope_m["cda"] <= 1.2,
         "CDA operation-count slope vs N <= 1.3": ops_slope_n["cda"] <= 1.3,
@@ -415,17 +413,27 @@ def fit_time_scaling(ctx: Context) -> Result:
         svc_n
     )
     required["every size measured (none skipped past the CPU cap)"] = not skipped
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required=required,
         partial=slope_checks,
-        figures=[figure],
         note="; ".join(skipped),
     )
+    fig = _plot_c2(m_values, times_m, ops_m, n_values, times_n, ops_n, n_fixed, m_fixed)
+    return ctx.save_judged(fig, SLUG, "fit-time-scaling", result)
 
 
-def _plot_c2(path, m_values, times_m, ops_m, n_values, times_n, ops_n, n_fixed, m_fixed) -> None:
+# the slope criteria of C2: (row, column) -> [(method, slope, "<=" or ">=")]
+C2_SLOPE_BOUNDS = {
+    (0, 0): [("cda", 1.2, "<="), ("lda", 1.5, ">=")],
+    (1, 0): [("cda", 1.2, "<=")],
+    (0, 1): [("cda", 1.3, "<=")],
+    (1, 1): [("cda", 1.3, "<="), ("svc_linear", 1.5, ">=")],
+}
+
+
+def _plot_c2(m_values, times_m, ops_m, n_values, times_n, ops_n, n_fixed, m_fixed):
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex="col")
     panels = (
         (0, m_values, times_m, ops_m, f"features M (N = {n_fixed})"),
@@ -437,17 +445,19 @@ def _plot_c2(path, m_values, times_m, ops_m, n_values, times_n, ops_n, n_fixed, 
             (1, ops, "operation count (multiply-adds)"),
         ):
             ax = axes[row, col]
+            colours = {}
             for method, values in values_by_method.items():
                 values = np.asarray(values, float)
                 ok = np.isfinite(values) & (values > 0)
-                ax.loglog(np.asarray(sizes)[ok], values[ok], "o-", label=method)
+                (line,) = ax.loglog(np.asarray(sizes)[ok], values[ok], "o-", label=method)
+                colours[method] = line.get_color()
+            for method, slope, side in C2_SLOPE_BOUNDS[(row, col)]:
+                slope_guide(ax, sizes, values_by_method[method], slope,
+                             f"{method} slope {side} {slope}", color=colours[method])  # fmt: skip
             ax.set_ylabel(ylabel)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=6)
         axes[1, col].set_xlabel(label)
-    title_figure(fig, "cda · fit-time-scaling")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 # ---------------------------------------------------------------- C3: kernel CDA
@@ -519,8 +529,6 @@ def kernel_vs_linear(ctx: Context) -> Result:
                 ctx.report((d * repeats + r + 1) / (len(C3_DATASETS) * repeats), name)
 
     mean = {m: dict(zip(C3_DATASETS, auc[m].mean(axis=1))) for m in methods}
-    figure = ctx.figure_path(SLUG, "kernel-vs-linear")
-    _plot_c3(figure, auc, methods)
     required = {}
     for name in ("moons", "circles"):
         required[f"kernel CDA >= linear CDA + 0.05 on {name}"] = (
@@ -530,7 +538,7 @@ def kernel_vs_linear(ctx: Context) -> Result:
         required[f"kernel CDA >= RBF-SVC - 0.02 on {name}"] = (
             mean["kernel_cda"][name] >= mean["rbf_svc"][name] - 0.02
         )
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "kernel_cda_auroc": mean["kernel_cda"],
             "kernel_cda_auroc_std": dict(zip(C3_DATASETS, auc["kernel_cda"].std(axis=1))),
@@ -541,22 +549,28 @@ def kernel_vs_linear(ctx: Context) -> Result:
             "rbf_svc": {"auroc": mean["rbf_svc"]},
         },
         required=required,
-        figures=[figure],
     )
+    fig = _plot_c3(auc, methods, mean)
+    return ctx.save_judged(fig, SLUG, "kernel-vs-linear", result)
 
 
-def _plot_c3(path, auc, methods) -> None:
+def _plot_c3(auc, methods, mean):
     fig, ax = plt.subplots(figsize=(7, 4))
     width = 0.8 / len(methods)
     x = np.arange(len(C3_DATASETS))
     for k, m in enumerate(methods):
         values = auc[m]
         ax.bar(x + k * width, values.mean(axis=1), width, yerr=values.std(axis=1), label=m)
+    # kernel CDA's bar must reach both lines of its dataset (linear + 0.05 on moons/circles)
+    lo, hi = x - width / 2, x + 0.8 - width / 2
+    linear = [mean["linear_cda"][n] + 0.05 if n in ("moons", "circles") else np.nan
+              for n in C3_DATASETS]  # fmt: skip
+    ax.hlines(linear, lo, hi, colors="black", linestyles="--", linewidth=1.0,
+              label="linear CDA + 0.05")  # fmt: skip
+    ax.hlines([mean["rbf_svc"][n] - 0.02 for n in C3_DATASETS], lo, hi, colors="tab:red",
+              linestyles=":", linewidth=1.2, label="RBF-SVC - 0.02")  # fmt: skip
     ax.set_xticks(x + 0.4 - width / 2, C3_DATASETS)
     ax.set_ylabel("test AUROC")
     ax.set_ylim(0.4, 1.0)
-    ax.legend(fontsize=8, ncol=len(methods), loc="lower center", bbox_to_anchor=(0.5, 1.0))
-    title_figure(fig, "cda · kernel-vs-linear")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    ax.legend(fontsize=7, ncol=len(methods) + 2, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return fig

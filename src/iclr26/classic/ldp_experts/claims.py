@@ -138,7 +138,9 @@ def meta_vs_baselines(ctx: Context) -> Result:
     need = min(2, len(ratios))
     mean_frac = float(np.mean(learner_frac))
 
-    fig, axes = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.4), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(curves) + 1, figsize=(4.2 * (len(curves) + 1), 3.4), squeeze=False
+    )
     for ax, (state, c) in zip(axes[0], curves.items()):
         for row, label in zip(c, ("RW-Meta", "RW-FTPL", "CDP min-noise", "CDP min-regret")):
             ax.plot(row, label=label)
@@ -146,8 +148,15 @@ def meta_vs_baselines(ctx: Context) -> Result:
         ax.set_xlabel("week")
         ax.set_ylabel("cumulative gain")
     axes[0][0].legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "meta-vs-ftpl-and-central-dp")
-    return Result.judge(
+    ax = axes[0][-1]
+    ax.bar(list(ratios), list(ratios.values()), color="tab:blue")
+    ctx.mark_threshold(ax, 1.5, f"1.5 (needed in >= {need} states)")
+    ctx.mark_threshold(ax, 1.2, "1.2 (partial)", linestyle=":")
+    ax.set(ylabel="RW-Meta gain / best rival's", title=f"mu=1; RW-Meta/best learner {mean_frac:.2f}"
+           " (>= 0.8)")  # fmt: skip
+    ax.tick_params(axis="x", labelsize=7)
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "meta_over_best_rival_mu1": ratios,
             "states_with_ratio_ge_1.5": n_15,
@@ -169,8 +178,8 @@ def meta_vs_baselines(ctx: Context) -> Result:
             "RW-Meta >= 0.8 x best learner": mean_frac >= 0.8,
         },
         partial={f"ratio >= 1.2 in >= {need} states": n_12 >= need},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "meta-vs-ftpl-and-central-dp", result)
 
 
 @claim(
@@ -234,17 +243,23 @@ def adabatch_amplification(ctx: Context) -> Result:
             "adabatch_batches": n_batches,
         }
     limit = 1 + alpha / 2 + 0.1
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, (ax, ax_ratio) = plt.subplots(
+        1, 2, figsize=(8.5, 3.6), gridspec_kw={"width_ratios": [3, 1.3]}
+    )
     bins = np.geomspace(1, max(2, max(s.max() for s in sizes.values())), 40)
     for name, arr in sizes.items():
         ax.hist(arr, bins=bins, alpha=0.6, label=f"{name} (median {np.median(arr):.0f})")
+    ctx.mark_threshold(ax, 8, "easy median >= 8", axis="x")
     ax.set_xscale("log")
     ax.set_xlabel("batch size a report falls in (point-weighted)")
     ax.set_ylabel("reports")
-    ax.set_title(f"RW-AdaBatch, n={n}, T={T}, mu={mu}, alpha={alpha}")
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "adabatch-amplification")
-    return Result.judge(
+    ax.set_title(f"RW-AdaBatch, n={n}, T={T}, mu={mu}, alpha={alpha}", fontsize=9)
+    ax.legend(fontsize=7)
+    ax_ratio.bar(list(out), [out[k]["regret_ratio"] for k in out], color="tab:gray")
+    ctx.mark_threshold(ax_ratio, limit, f"1 + alpha/2 + 0.1 = {limit:.2f}")
+    ax_ratio.set(ylabel="mean regret AdaBatch / RW-FTPL")
+    ax_ratio.legend(fontsize=7)
+    result = Result.judge(
         metrics={"adabatch": out, "T": T, "seeds": seeds},
         baseline={"rw_ftpl_regret": {k: v["regret_ftpl_mean"] for k, v in out.items()}},
         required={
@@ -253,8 +268,8 @@ def adabatch_amplification(ctx: Context) -> Result:
             f"regret ratio <= {limit} (easy)": out["easy"]["regret_ratio"] <= limit,
             f"regret ratio <= {limit} (hard)": out["hard"]["regret_ratio"] <= limit,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "adabatch-amplification", result)
 
 
 @claim(
@@ -341,12 +356,16 @@ def regret_bounds(ctx: Context) -> Result:
         x - 0.2, [out[k]["ftpl_bound"] for k in names], marker="_", s=800, c="k", label="bounds"
     )
     ax.scatter(x + 0.2, [out[k]["meta_bound_mean"] for k in names], marker="_", s=800, c="k")
+    # the power check: a player that learns nothing must exceed the bound
+    ax.scatter(x - 0.2, [out[k]["uniform_regret_mean"] for k in names], marker="x", c="tab:red",
+               label="no-learning player (must exceed its bound)")  # fmt: skip
+    ax.scatter(x + 0.2, [out[k]["uniform_learner_regret_mean"] for k in names], marker="x",
+               c="tab:red")  # fmt: skip
     ax.set_xticks(x, names)
     ax.set_ylabel("regret")
     ax.set_title(f"n={n}, T={T}, mu={mu}, Delta=sqrt(n)")
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "regret-bounds")
-    return Result.judge(
+    result = Result.judge(
         metrics={"regret": out, "T": T, "seeds": seeds, "meta_seeds": meta_seeds},
         baseline={
             "bounds": {k: v["ftpl_bound"] for k, v in out.items()},
@@ -355,5 +374,5 @@ def regret_bounds(ctx: Context) -> Result:
         },
         required={**checks, **power},
         partial=checks,
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "regret-bounds", result)

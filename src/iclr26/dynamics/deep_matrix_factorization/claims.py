@@ -67,13 +67,15 @@ def depth_rank_one(ctx: Context) -> Result:
     for d, r in ratios.items():
         ax.scatter(np.full(len(r), d), np.maximum(r, FLOOR), alpha=0.6)
     ax.plot(list(med), [max(v, FLOOR) for v in med.values()], "k-o", label="median")
+    # the median of each depth must lie above (depth 2) or below (depths 3, 4) its bar
+    ax.hlines([0.2, 1e-2, 1e-3], [1.7, 2.7, 3.7], [2.3, 3.3, 4.3], colors="tab:red",
+              linestyles="--", label="bounds: L=2 >= 0.2, L=3 <= 1e-2, L=4 <= 1e-3")  # fmt: skip
     ax.set_yscale("log")
     ax.set_xticks([2, 3, 4])
     ax.set_xlabel("depth L")
     ax.set_ylabel("sigma2 / sigma1 of the completion")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "depth-rank-one")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "median_sv_ratio": {str(d): v for d, v in med.items()},
             "sv_ratio": {str(d): r for d, r in ratios.items()},
@@ -88,8 +90,8 @@ def depth_rank_one(ctx: Context) -> Result:
             "depth 4 <= 1e-3": med[4] <= 1e-3,
             "strictly decreasing": med[2] > med[3] > med[4],
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "depth-rank-one", result)
 
 
 @claim(
@@ -148,13 +150,16 @@ def diagonal_init(ctx: Context) -> Result:
     )
     ax.bar([3.2, 4.2], [expected + err[3], expected + err[4]], width=0.4, label="diagonal init")
     ax.axhline(expected, color="k", ls=":", lw=0.8, label="m_(2)/m_(1)")
+    ctx.mark_threshold(
+        ax, expected + 1e-4, "diagonal: at most m_(2)/m_(1) + 1e-4", color="tab:orange"
+    )
+    ctx.mark_threshold(ax, 0.5 * expected, "gaussian: <= 0.5 m_(2)/m_(1)", color="tab:blue")
     ax.set_yscale("log")
     ax.set_xticks([3, 4])
     ax.set_xlabel("depth L")
     ax.set_ylabel("sigma2 / sigma1")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "diagonal-init-decouples")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "max_offdiag": {str(d): v for d, v in off.items()},
             "max_abs_ratio_error": {str(d): v for d, v in err.items()},
@@ -170,8 +175,8 @@ def diagonal_init(ctx: Context) -> Result:
             "gaussian init lower-rank (<= 0.5 m(2)/m(1))": max(gaussian_ratio.values())
             <= 0.5 * expected,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "diagonal-init-decouples", result)
 
 
 COUPLING_CONFIGS = (
@@ -257,15 +262,18 @@ def coupling(ctx: Context) -> Result:
             marker="os^"[depth - 2],
             alpha=0.7,
         )
-    ax.axhline(RANK_ONE, color="k", ls=":", lw=0.8)
-    ax.axvline(1e-3, color="k", ls="--", lw=0.8)
+    # the rule: index > 1e-3 => ratio <= 1e-2 (lower right), index < 1e-12 => > 1e-2 (upper left)
+    ax.axhline(RANK_ONE, color="k", ls=":", lw=0.8, label=f"ratio {RANK_ONE:g}")
+    ax.axvline(1e-3, color="k", ls="--", lw=0.8, label="index 1e-3")
+    ax.axvline(1e-12, color="gray", ls="--", lw=0.8, label="index 1e-12")
+    ax.set_title(f"rule right for {acc_coupling:.0%} of runs (>= 90%; depth-only {acc_depth:.0%})",
+                 fontsize=8)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("coupling index at initialisation (floor 1e-16)")
     ax.set_ylabel("sigma2 / sigma1 after training")
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "coupling-index")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "coupling_rule_accuracy": acc_coupling,
             "runs": len(rows),
@@ -278,8 +286,8 @@ def coupling(ctx: Context) -> Result:
             "coupling rule right for >= 90% of runs": acc_coupling >= 0.9,
             "coupling rule beats depth-only rule": acc_coupling > acc_depth,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "coupling-index", result)
 
 
 def _plasticity_problems(ctx: Context, n: int, count: int):
@@ -331,13 +339,16 @@ def loss_of_plasticity(ctx: Context) -> Result:
         for d in (2, 3):
             errs = res[d][name]["test_error"]
             ax.scatter(np.full(len(errs), d + off), errs, color="k", s=8, zorder=3)
+    # the pretrained bar must reach (depth 2) or stay below (depth 3) its line
+    need2 = max(2 * med[2]["scratch"], med[2]["scratch"] + 0.3)
+    ax.hlines([need2, med[3]["scratch"] + 0.05], [1.6, 2.6], [2.0, 3.0], colors="tab:red",
+              linestyles="--", label="L=2 >= max(2x, +0.3) scratch; L=3 <= scratch + 0.05")  # fmt: skip
     ax.set_xticks([2, 3])
     ax.set_xlabel("depth L")
     ax.set_ylabel("relative test error (unobserved entries)")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "loss-of-plasticity")
     d2, d3 = med[2], med[3]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "median_test_error": {str(d): m for d, m in med.items()},
             "median_sv_ratio": {
@@ -358,5 +369,5 @@ def loss_of_plasticity(ctx: Context) -> Result:
             "depth 2 pretrained >= scratch + 0.3": d2["pretrained"] >= d2["scratch"] + 0.3,
             "depth 3 pretrained <= scratch + 0.05": d3["pretrained"] <= d3["scratch"] + 0.05,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "loss-of-plasticity", result)

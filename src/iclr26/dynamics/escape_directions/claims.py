@@ -132,12 +132,14 @@ def circle(ctx: Context) -> Result:
     ax.plot(full.history, label=f"unconstrained ({full.speed:.4f})")
     ax.axhline(target, color="k", ls=":", lw=0.8, label="sqrt(2)-1")
     ax.axhline(0.5, color="k", ls="--", lw=0.8, label="1/2")
+    ax.axhspan(target - 0.005, target + 0.005, color="tab:blue", alpha=0.2,
+               label="rank-one: sqrt(2)-1 +/- 0.005")  # fmt: skip
+    ctx.mark_threshold(ax, 0.49, "unconstrained >= 0.49", color="tab:orange")
     ax.set_xlabel("Adam step")
     ax.set_ylabel("escape speed (best restart)")
     ax.set_ylim(0.2, 0.55)
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "circle-counterexample")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "speed_rank_one": r1.speed,
             "speed_unconstrained": full.speed,
@@ -150,8 +152,8 @@ def circle(ctx: Context) -> Result:
             "|s_rank1 - (sqrt2-1)| <= 0.005": abs(r1.speed - target) <= 0.005,
             "s_full >= 0.49": full.speed >= 0.49,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "circle-counterexample", result)
 
 
 @claim(
@@ -175,17 +177,17 @@ def rank_one_deep(ctx: Context) -> Result:
     bound = layers.astype(float) ** 0.25
     fig, ax = plt.subplots(1, 2, figsize=(8, 3.4))
     ax[0].semilogy(layers, prof["sv_ratio"], "o-", label="optimal direction s1/s2")
-    ax[0].semilogy(layers, bound, "k:", label="l^{1/4}")
+    ax[0].semilogy(layers, bound, "k:", label="l^{1/4} (s1/s2 >= it for l >= 2)")
     ax[0].set_xlabel("layer l")
     ax[0].legend(fontsize=8)
     floor = 1e-12
     for key in ("weight_tail", "activation_tail", "linearity_gap"):
         ax[1].semilogy(layers, np.maximum(prof[key], floor), "o-", label=key)
     ax[1].semilogy(layers, 0.5 * layers.astype(float) ** -0.5, "k:", label="c l^{-1/2}")
+    ctx.mark_threshold(ax[1], 0.05, "weight_tail <= 0.05 for l >= 2", color="tab:blue")
     ax[1].set_xlabel("layer l")
     ax[1].legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "rank-one-deep-layers")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "speed": best.speed,
             "sv_ratio": prof["sv_ratio"],
@@ -198,8 +200,8 @@ def rank_one_deep(ctx: Context) -> Result:
             "s1/s2 >= l^{1/4} for l >= 2": bool(np.all(prof["sv_ratio"][deep] >= bound[deep])),
             "tail energy <= 0.05 for l >= 2": bool(np.all(prof["weight_tail"][deep] <= 0.05)),
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "rank-one-deep-layers", result)
 
 
 def _escape_profiles(ctx: Context, depth: int, small: bool, seeds: list[int], n, steps):
@@ -245,11 +247,13 @@ def small_init_low_rank(ctx: Context) -> Result:
         ax.semilogy(
             layers, q, "s-", color="C1", alpha=0.7, label="standard init" if i == 0 else None
         )
+    # medians over layers 2-6: small init at least 5, standard init at most 1.5
+    ctx.mark_threshold(ax, 5, "small-init median >= 5", color="C0")
+    ctx.mark_threshold(ax, 1.5, "standard-init median <= 1.5", color="C1")
     ax.set_xlabel("layer")
     ax.set_ylabel("s1/s2 at first loss drop")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "small-init-low-rank")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "small_init_deep_median": small_med,
             "small_init_deep_median_mean": float(np.mean(small_med)),
@@ -268,8 +272,8 @@ def small_init_low_rank(ctx: Context) -> Result:
             "standard-init median <= 1.5": max(std_med) <= 1.5,
             "first layer below deep median": all(f < m for f, m in zip(first, small_med)),
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "small-init-low-rank", result)
 
 
 @claim(
@@ -310,12 +314,14 @@ def depth_strengthens(ctx: Context) -> Result:
         ax.scatter([d] * len(std_medians[d]), std_medians[d], color="C1", alpha=0.6)
     ax.plot(depths, means, "-o", color="C0", label="small init (mean over seeds)")
     ax.plot(depths, std_means, "-s", color="C1", label="standard init (mean over seeds)")
+    # small init's gain from the shallowest to the deepest must beat standard init's
+    ax.plot(depths[-1], means[0] * std_gain, "_", color="k", markersize=20, mew=1.5,
+            label=f"needed at L={depths[-1]}: {depths[0]}'s x standard gain")  # fmt: skip
     ax.set_xlabel("depth L")
     ax.set_ylabel("median deep-layer s1/s2 at first drop")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "depth-strengthens-bias")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "depths": depths,
             "mean_median_sv_ratio": means,
@@ -334,8 +340,8 @@ def depth_strengthens(ctx: Context) -> Result:
             "strictly increasing in depth": bool(np.all(np.diff(means) > 0)),
             "depth gain above standard init's": gain > std_gain,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "depth-strengthens-bias", result)
 
 
 def _lift(weights, X) -> list[torch.Tensor]:
@@ -415,12 +421,13 @@ def speed_vs_depth(ctx: Context) -> Result:
         ax.scatter([d] * len(rs), rs, color="C0", alpha=0.4, s=12)
     ax.plot(depths, speeds, "k-o", label="best restart")
     ax.plot(depths[1:], [lifted[d] for d in depths[1:]], "C2^--", label="lifted shallower optimum")
+    ax.plot(depths[1:], [0.98 * lifted[d] for d in depths[1:]], "_", color="k", markersize=20,
+            mew=1.5, label="needed: 0.98 x lifted; and >= 0.98 x previous depth")  # fmt: skip
     ax.plot(depths, [float(np.median(random[d])) for d in depths], "C3s:", label="random (median)")
     ax.set_xlabel("depth L")
     ax.set_ylabel("escape speed")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "speed-vs-depth")
-    return Result.judge(
+    result = Result.judge(
         metrics={"depths": depths, "best_speed": speeds, "restart_speeds": restart_speeds},
         baseline={
             "lifted_lower_bound": {str(d): v for d, v in lifted.items()},
@@ -433,5 +440,5 @@ def speed_vs_depth(ctx: Context) -> Result:
             "non-decreasing within 2%": ok,
             **{f"depth {d} >= 0.98 x lifted bound": v for d, v in reach.items()},
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "speed-vs-depth", result)

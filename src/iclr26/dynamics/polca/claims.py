@@ -145,7 +145,9 @@ def _common_metrics(res: dict) -> dict:
     }
 
 
-def _figure(ctx: Context, res: dict, name: str):
+def _figure(res: dict):
+    """The shared panels (aggregate loss, POLCA and exact-loss clusters) and a fourth axes for
+    the claim's judged numbers and thresholds."""
     run = res["run"]
     steps = np.asarray(run.steps)
     eligible = run.position < 3
@@ -154,7 +156,7 @@ def _figure(ctx: Context, res: dict, name: str):
         h, _ = max_homogeneity([labels], run.carry, eligible, 1)
         if h > best_h:
             best_b, best_h = b, h
-    fig, ax = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig, ax = plt.subplots(1, 4, figsize=(15, 3.8), gridspec_kw={"width_ratios": [3, 3, 3, 2]})
     ax[0].plot(steps, res["aggregate"], "k")
     ax[0].axvline(steps[res["tau"]], color="r", ls=":", label="tau (90% of decrease)")
     ax[0].set_title("aggregate loss")
@@ -183,10 +185,22 @@ def _figure(ctx: Context, res: dict, name: str):
         )
     ax[2].set_title("clusters of exact per-token loss")
     ax[2].legend(fontsize=6)
-    for a in ax[1:]:
+    for a in ax[1:3]:
         a.set_xlabel("step")
-    path = ctx.save_figure(fig, SLUG, name)
-    return path
+    return fig, ax[3]
+
+
+def _judged_bars(ctx: Context, ax, values: dict, ylabel: str, thresholds) -> None:
+    """Bars of the judged numbers with the criterion's thresholds ``[(value, label)]``."""
+    ax.bar(
+        list(values),
+        list(values.values()),
+        color=["tab:blue", "tab:gray", "tab:green"][: len(values)],
+    )
+    for k, (value, label) in enumerate(thresholds):
+        ctx.mark_threshold(ax, value, label, color=f"C{k + 3}")
+    ax.set(ylabel=ylabel, title="judged")
+    ax.legend(fontsize=6)
 
 
 @claim(
@@ -202,8 +216,10 @@ def _figure(ctx: Context, res: dict, name: str):
 def carry_homogeneity(ctx: Context) -> Result:
     res = _get(ctx)
     h = res["homogeneity"]
-    path = _figure(ctx, res, "carry-homogeneity")
-    return Result.judge(
+    fig, ax = _figure(res)
+    _judged_bars(ctx, ax, {"POLCA": h["polca"], "exact loss": h["exact"]}, "max carry homogeneity",
+                 [(0.80, "POLCA >= 0.80"), (h["exact"] + 0.15, "POLCA >= exact + 0.15")])  # fmt: skip
+    result = Result.judge(
         metrics={
             "polca_homogeneity": h["polca"],
             "clusters_scored": res["clusters_scored"],
@@ -214,8 +230,8 @@ def carry_homogeneity(ctx: Context) -> Result:
             "POLCA >= 0.80": h["polca"] >= 0.80,
             "POLCA >= exact + 0.15": h["polca"] >= h["exact"] + 0.15,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "carry-homogeneity", result)
 
 
 @claim(
@@ -232,8 +248,10 @@ def hidden_breakthroughs(ctx: Context) -> Result:
     hp, he = res["hidden"]["polca"], res["hidden"]["exact"]
     frac_p = float(np.mean(hp)) if hp else 0.0
     frac_e = float(np.mean(he)) if he else 0.0
-    path = _figure(ctx, res, "hidden-breakthroughs")
-    return Result.judge(
+    fig, ax = _figure(res)
+    _judged_bars(ctx, ax, {"POLCA": frac_p, "exact loss": frac_e}, "hidden-breakthrough fraction",
+                 [(0.15, "POLCA >= 0.15"), (0.05, "exact loss <= 0.05")])  # fmt: skip
+    result = Result.judge(
         metrics={
             "polca_hidden_fraction": frac_p,
             "polca_clusters": len(hp),
@@ -245,8 +263,8 @@ def hidden_breakthroughs(ctx: Context) -> Result:
             "POLCA hidden fraction >= 0.15": frac_p >= 0.15,
             "exact-loss hidden fraction <= 0.05": frac_e <= 0.05,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "hidden-breakthroughs", result)
 
 
 @claim(
@@ -261,8 +279,11 @@ def hidden_breakthroughs(ctx: Context) -> Result:
 def lca_baseline(ctx: Context) -> Result:
     res = _get(ctx)
     h = res["homogeneity"]
-    path = _figure(ctx, res, "lca-baseline")
-    return Result.judge(
+    fig, ax = _figure(res)
+    _judged_bars(ctx, ax, {"POLCA": h["polca"], "exact loss": h["exact"], "LCA": h["lca"]},
+                 "max carry homogeneity",
+                 [(h["exact"], "LCA must exceed exact"), (h["lca"], "POLCA must exceed LCA")])  # fmt: skip
+    result = Result.judge(
         metrics={
             "lca_homogeneity": h["lca"],
             "polca_homogeneity": h["polca"],
@@ -274,5 +295,5 @@ def lca_baseline(ctx: Context) -> Result:
             "exact < LCA": h["exact"] < h["lca"],
             "LCA < POLCA": h["lca"] < h["polca"],
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "lca-baseline", result)

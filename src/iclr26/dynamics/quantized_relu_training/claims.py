@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, slope_guide  # noqa: E402
 
 from .instance import QNNTInstance, planted_instance, random_labels_instance  # noqa: E402
 from .solvers import solve_brute_force, solve_cpsat, solve_signature_dp  # noqa: E402
@@ -80,18 +80,18 @@ def exactness(ctx: Context) -> Result:
     jitter = ctx.rng.normal(0, 0.08, size=(2, n_instances))
     ax.scatter(np.array(bf_err) + jitter[0], np.array(dp_err) + jitter[1], s=10, alpha=0.6)
     top = max(bf_err) + 1
-    ax.plot([0, top], [0, top], "k--", lw=0.8)
+    ax.plot([0, top], [0, top], "k--", lw=0.8, label="DP = brute force (all points on it)")
+    ax.legend(fontsize=7)
     ax.set_xlabel("brute-force minimum error")
     ax.set_ylabel("signature-DP minimum error")
     ax.set_title(f"{agree}/{n_instances} instances agree")
-    path = ctx.save_figure(fig, SLUG, "exactness")
     required = {
         "DP = brute force on all instances": agree == n_instances,
         "all witnesses re-evaluate": witnesses_ok == n_instances,
     }
     if use_cpsat:
         required["CP-SAT = brute force on all instances"] = cp_agree == n_instances
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "instances": n_instances,
             "dp_agrees_with_brute_force": agree,
@@ -103,8 +103,8 @@ def exactness(ctx: Context) -> Result:
             "cpsat": {"agrees": cp_agree} if use_cpsat else {"skipped": "ortools not installed"},
         },
         required=required,
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "exactness", result)
 
 
 def _dp_timed(ctx: Context, inst: QNNTInstance, repeat: int):
@@ -180,6 +180,7 @@ def linear_in_n(ctx: Context) -> Result:
     ax[0].loglog(sizes, work, "o-", label=f"signature DP (slope {work_slope:.2f})")
     ax[0].loglog(sizes, bf_work, "s-", label="brute force")
     ax[0].loglog(sizes, work[0] * np.asarray(sizes) / sizes[0], "k:", lw=0.8, label="linear")
+    slope_guide(ax[0], sizes, work, 1.15, "DP slope <= 1.15", color="tab:blue")
     ax[0].set_xlabel("n (data points)")
     ax[0].set_ylabel("work count (values computed)")
     ax[0].legend(fontsize=8)
@@ -190,8 +191,7 @@ def linear_in_n(ctx: Context) -> Result:
     ax[1].set_xlabel("n (data points)")
     ax[1].set_ylabel("CPU seconds (min of repeats)")
     ax[1].legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "linear-in-n")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "n": sizes,
             "dp_work": work,
@@ -207,8 +207,8 @@ def linear_in_n(ctx: Context) -> Result:
             "cpsat": {"cpu_s": cp_t} if cp_t else {"skipped": "ortools not installed"},
         },
         required={"DP work-count slope <= 1.15": work_slope <= 1.15},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "linear-in-n", result)
 
 
 @claim(
@@ -245,6 +245,8 @@ def alpha_in_exponent(ctx: Context) -> Result:
     ax[0].semilogy(alphas, states, "o-", label="DP largest state table")
     ax[0].semilogy(alphas, work, "^-", label="DP activation values computed")
     ax[0].semilogy(bf_alphas, bf_work, "s-", label="brute force activation values")
+    ax[0].plot(5, 50 * states[i2], "_", color="k", markersize=20, mew=1.5,
+               label="states at alpha=5 >= 50 x at alpha=2")  # fmt: skip
     ax[0].set_xlabel("input dimension alpha")
     ax[0].set_ylabel("load-free count")
     ax[0].legend(fontsize=8)
@@ -253,8 +255,7 @@ def alpha_in_exponent(ctx: Context) -> Result:
     ax[1].set_xlabel("input dimension alpha")
     ax[1].set_ylabel("CPU seconds (min of repeats)")
     ax[1].legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "alpha-in-exponent")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "alpha": alphas,
             "distinct_inputs": p_values,
@@ -278,8 +279,8 @@ def alpha_in_exponent(ctx: Context) -> Result:
             }
         },
         required={"DP states(alpha=5)/states(alpha=2) >= 50": states_ratio >= 50},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "alpha-in-exponent", result)
 
 
 @claim(
@@ -316,6 +317,10 @@ def depth_linear(ctx: Context) -> Result:
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.8))
     ax[0].semilogy(depths, dp_work, "o-", label="signature DP")
     ax[0].semilogy(bf_depths, bf_work, "s-", label="brute force (needed to finish)")
+    ax[0].plot(4, 10 * dp_work[depths.index(1)], "_", color="tab:blue", markersize=20, mew=1.5,
+               label="DP at k=4 <= 10 x k=1")  # fmt: skip
+    ax[0].plot(3, 20 * bf_work[1], "_", color="tab:orange", markersize=20, mew=1.5,
+               label="brute force at k=3 >= 20 x k=2")  # fmt: skip
     ax[0].set_xlabel("hidden layers k (width 2)")
     ax[0].set_ylabel("activation values computed")
     ax[0].legend(fontsize=8)
@@ -327,8 +332,7 @@ def depth_linear(ctx: Context) -> Result:
     ax[1].set_xlabel("hidden layers k (width 2)")
     ax[1].set_ylabel("CPU seconds (min of repeats)")
     ax[1].legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "depth-linear")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "depth": depths,
             "dp_work": dp_work,
@@ -351,5 +355,5 @@ def depth_linear(ctx: Context) -> Result:
             "DP work(k=4)/work(k=1) <= 10": dp_ratio <= 10,
             "brute-force work(k=3)/work(k=2) >= 20": bf_ratio >= 20,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "depth-linear", result)

@@ -167,7 +167,7 @@ def _bar(ctx: Context, name: str, values: dict, ylabel: str, threshold=None):
         ctx.mark_threshold(ax, threshold[0], threshold[1])
         ax.legend()
     ax.set_ylabel(ylabel)
-    return ctx.save_figure(fig, PAPER, name)
+    return fig
 
 
 def _common(e: dict) -> dict:
@@ -196,7 +196,7 @@ def c1_novel_families(ctx: Context) -> Result:
     ratio = row["joint"]["drmsd"] / row["homology"]["drmsd"]
     fig = _bar(ctx, "C1-novel-families", {k: v["drmsd"] for k, v in row.items()}, "dRMSD (Å), novel families",
                (0.7 * row["homology"]["drmsd"], "0.7 x homology"))  # fmt: skip
-    return Result.judge(
+    result = Result.judge(
         metrics=dict(
             drmsd_flexprotein=row["joint"]["drmsd"],
             rmsd_flexprotein=row["joint"]["rmsd"],
@@ -209,8 +209,8 @@ def c1_novel_families(ctx: Context) -> Result:
             "dRMSD ratio FlexProtein / homology <= 0.7": ratio <= 0.7,
             "test split < 40 % identity": e["novel_identity_max"] < 0.4,
         },
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "C1-novel-families", result)
 
 
 @claim(
@@ -232,11 +232,12 @@ def c2_heavy_mutation(ctx: Context) -> Result:
     rhos = [float(k[4:]) for k in rows]
     for m in ("joint", "homology", "structure"):
         ax.plot(rhos, [rows[k][m]["drmsd"] for k in rows], "o-", label=m)
+    ax.plot(0.6, 0.8 * hi["homology"]["drmsd"], "_", color="black", markersize=22, mew=1.6,
+            label="joint at rho=0.6 <= 0.8 x homology")  # fmt: skip
     ax.set_xlabel("mutation rate rho")
     ax.set_ylabel("dRMSD (Å)")
-    ax.legend()
-    fig_path = ctx.save_figure(fig, PAPER, "C2-heavy-mutation")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "drmsd_flexprotein_rho0.6": hi["joint"]["drmsd"],
             "ratio_vs_homology_rho0.6": ratio,
@@ -248,8 +249,8 @@ def c2_heavy_mutation(ctx: Context) -> Result:
             "structure_only": {k: v["structure"] for k, v in rows.items()},
         },
         required={"dRMSD ratio at rho=0.6 <= 0.8": ratio <= 0.8},
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "C2-heavy-mutation", result)
 
 
 @claim(
@@ -274,7 +275,7 @@ def c3_embeddings(ctx: Context) -> Result:
         "probe accuracy",
         (p["sequence"] + 0.03, "B2 + 3 points"),
     )
-    return Result.judge(
+    result = Result.judge(
         metrics=dict(probe_flexprotein=p["joint"], gain_over_sequence_only=gain, **_common(e)),
         baseline={
             "sequence_only": {"probe": p["sequence"]},
@@ -282,8 +283,8 @@ def c3_embeddings(ctx: Context) -> Result:
             "majority": {"probe": p["majority"]},
         },
         required={"probe(FlexProtein) >= probe(B2) + 0.03": gain >= 0.03},
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "C3-structure-grounded-embeddings", result)
 
 
 @claim(
@@ -302,7 +303,7 @@ def c4_codesign(ctx: Context) -> Result:
     gain = d["joint"] - d["propensity"]
     fig = _bar(ctx, "C4-codesign-recovery", {k: v for k, v in d.items() if "in_family" not in k}, "AAR on segment",
                (d["propensity"] + 0.05, "B3 + 5 points"))  # fmt: skip
-    return Result.judge(
+    result = Result.judge(
         metrics=dict(
             aar_flexprotein=d["joint"],
             gain_over_propensity=gain,
@@ -316,5 +317,5 @@ def c4_codesign(ctx: Context) -> Result:
             "sequence_only_mlm": {"aar": d["sequence_only_mlm"]},
         },
         required={"AAR(FlexProtein) >= AAR(B3) + 0.05": gain >= 0.05},
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "C4-codesign-recovery", result)

@@ -145,7 +145,7 @@ def _bar_figure(ctx: Context, exp: dict, metric: str, name: str, threshold=None,
         ax.legend()
     ax.set_ylabel({"fd": "FD-digits (lower is better)", "acc": "evaluator accuracy"}[metric])
     ax.tick_params(axis="x", rotation=15)
-    return ctx.save_figure(fig, PAPER, name)
+    return fig
 
 
 @claim(
@@ -175,7 +175,8 @@ def quality_gain(ctx: Context) -> Result:
         baseline["B1-ft"] = {"fd": m["B1-ft"]["fd"]}
         required["FD(plug-in) <= 0.90 x FD(B1-ft)"] = pr <= 0.90
     fig = _bar_figure(ctx, exp, "fd", "quality-gain", 0.9 * m["B1"]["fd"], "0.90 x FD(B1)")
-    return Result.judge(metrics=metrics, baseline=baseline, required=required, figures=[fig])
+    result = Result.judge(metrics=metrics, baseline=baseline, required=required)
+    return ctx.save_judged(fig, PAPER, "quality-gain", result)
 
 
 @claim(
@@ -192,7 +193,7 @@ def class_fidelity(ctx: Context) -> Result:
     exp = _run(ctx)
     m = exp["mean"]
     fig = _bar_figure(ctx, exp, "acc", "class-fidelity", m["B1"]["acc"] - 0.01, "acc(B1) - 1 pt")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "acc_tensorar": m["TensorAR"]["acc"],
             "acc_b1": m["B1"]["acc"],
@@ -201,8 +202,8 @@ def class_fidelity(ctx: Context) -> Result:
         },  # fmt: skip
         baseline={"B1": {"acc_b1": m["B1"]["acc"]}},
         required={"acc(TensorAR) >= acc(B1) - 0.01": m["TensorAR"]["acc"] >= m["B1"]["acc"] - 0.01},
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "class-fidelity", result)
 
 
 @claim(
@@ -222,7 +223,7 @@ def noising_needed(ctx: Context) -> Result:
     ratio = m["A1-no-noise"]["fd"] / m["TensorAR"]["fd"]
     fig = _bar_figure(ctx, exp, "fd", "noising-needed", 1.1 * m["TensorAR"]["fd"],
                       "1.10 x FD(TensorAR)")  # fmt: skip
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "fd_no_noise": m["A1-no-noise"]["fd"],
             "fd_ratio_no_noise_over_noise": ratio,
@@ -231,8 +232,8 @@ def noising_needed(ctx: Context) -> Result:
         },  # fmt: skip
         baseline={"TensorAR": {"fd": m["TensorAR"]["fd"]}, "B1": {"fd": m["B1"]["fd"]}},
         required={"FD(A1) >= 1.10 x FD(TensorAR)": ratio >= 1.10},
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "noising-needed", result)
 
 
 @claim(
@@ -285,8 +286,7 @@ def latency(ctx: Context) -> Result:
     ctx.mark_threshold(ax, 1.3 * cpu["B1"], "1.3 x B1")
     ax.set_ylabel("CPU seconds per 256 samples")
     ax.legend()
-    fig_path = ctx.save_figure(fig, PAPER, "latency")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "s_per_256_tensorar": cpu["TensorAR"],
             "time_ratio": ratio,
@@ -308,5 +308,5 @@ def latency(ctx: Context) -> Result:
             "time(TensorAR) <= 1.3 x time(B1)": ratio <= 1.3,
             "equal body passes per batch": passes["TensorAR"] == passes["B1"],
         },  # fmt: skip
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "latency", result)

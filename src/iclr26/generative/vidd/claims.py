@@ -184,9 +184,24 @@ def _plt():
     return plt
 
 
-def _curve_figure(ctx: Context, run: dict, name: str, threshold: float | None = None):
+def _curve_figure(ctx: Context, run: dict, name: str, threshold: float | None = None,
+                  bars: tuple | None = None):  # fmt: skip
+    """Reward curves of the first seed; ``bars`` = (values, [(threshold, label)], ylabel) adds a
+    panel of a judged number with the criterion's lines."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    if bars is None:
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+    else:
+        fig, (ax, ax_bar) = plt.subplots(
+            1, 2, figsize=(8.5, 3.4), gridspec_kw={"width_ratios": [3, 2]}
+        )
+        values, lines, ylabel = bars
+        ax_bar.bar(list(values), list(values.values()), color=["C0"] + ["C7"] * (len(values) - 1))
+        for k, (value, label) in enumerate(lines):
+            ctx.mark_threshold(ax_bar, value, label, linestyle=("--", ":")[k % 2])
+        ax_bar.set_ylabel(ylabel)
+        ax_bar.tick_params(axis="x", labelsize=7, rotation=15)
+        ax_bar.legend(fontsize=7)
     sd = run["seeds"][0]
     for method in METHODS:
         c = np.array(sd[method]["curve"])
@@ -198,7 +213,7 @@ def _curve_figure(ctx: Context, run: dict, name: str, threshold: float | None = 
     ax.set_xlabel("reward queries")
     ax.set_ylabel("median reward (monitor samples)")
     ax.legend(fontsize=7)
-    return str(ctx.save_figure(fig, PAPER, name))
+    return fig
 
 
 def _baselines(run: dict, metrics: tuple[str, ...]) -> dict:
@@ -243,15 +258,15 @@ def reward_claim(ctx: Context) -> Result:
     }
     base = _baselines(run, ("median_reward", "mean_reward"))
     fig = _curve_figure(ctx, run, "reward", ddpo + 0.25 * sig)
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=base,
         required={
             "VIDD >= DDPO + 0.25 sigma_pre": vidd >= ddpo + 0.25 * sig,
             "VIDD >= best-of-N": vidd >= bon,
         },
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "reward", result)
 
 
 def _drop_share(curve: list, tol: float) -> float:
@@ -279,16 +294,22 @@ def stability_claim(ctx: Context) -> Result:
         m: float(np.mean([_drop_share(sd[m]["curve"], tol) for sd in run["seeds"]]))
         for m in METHODS
     }
-    fig = _curve_figure(ctx, run, "stability")
-    return Result.judge(
+    fig = _curve_figure(
+        ctx,
+        run,
+        "stability",
+        bars=(share, [(0.10, "VIDD <= 10%"), (share["ddpo"], "VIDD <= DDPO's")],
+              "share of checkpoints that fell back"),
+    )  # fmt: skip
+    result = Result.judge(
         metrics={"drop_share": share["vidd"], "tolerance": tol},
         baseline={m: {"drop_share": share[m]} for m in METHODS[1:]},
         required={
             "VIDD drop share <= 10%": share["vidd"] <= 0.10,
             "VIDD drop share <= DDPO's": share["vidd"] <= share["ddpo"],
         },
-        figures=[fig],
     )
+    return ctx.save_judged(fig, PAPER, "stability", result)
 
 
 @claim(

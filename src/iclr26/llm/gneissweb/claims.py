@@ -142,14 +142,17 @@ def substring_dedup(ctx: Context) -> Result:
         label="-collateral",
     )
     axes[0].axhline(0, color="k", lw=0.5)
+    ctx.mark_threshold(axes[0], 0.95, "ours: recall >= 0.95", color="tab:blue")
+    ctx.mark_threshold(axes[0], line["recall"] + 0.20, "ours: recall >= exact line + 0.20",
+                       color="tab:blue", linestyle=":")  # fmt: skip
+    ctx.mark_threshold(axes[0], -0.01, "ours: collateral <= 0.01", color="tab:orange")
     axes[0].set_title("planted boilerplate: recall (up), collateral (down)")
-    axes[0].legend()
+    axes[0].legend(fontsize=7)
     axes[1].plot([1, 4, 16], recalls, "o-")
     axes[1].set_xscale("log")
     axes[1].set_xlabel("shards")
     axes[1].set_ylabel("recall (ours)")
-    path = ctx.save_figure(fig, PAPER, "substring-dedup")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "recall": ours["recall"],
             "collateral": ours["collateral"],
@@ -179,8 +182,8 @@ def substring_dedup(ctx: Context) -> Result:
             "recall >= line recall + 0.20": ours["recall"] >= line["recall"] + 0.20,
             "recall non-increasing in shards": recalls[0] >= recalls[1] >= recalls[2],
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, PAPER, "substring-dedup", result)
 
 
 # ------------------------------------------------------------------ ensemble
@@ -263,16 +266,26 @@ def ensemble_vs_single_filters(ctx: Context) -> Result:
     names = list(stats)
     axes[0].barh(names, [stats[n]["f1"] for n in names])
     axes[0].set_xlabel("F1 (keep clean, drop junk)")
+    ctx.mark_threshold(axes[0], best_single + 0.02, "ensemble >= best single + 0.02", axis="x")
+    axes[0].legend(fontsize=7)
     axes[1].scatter(
         [stats[n]["clean_token_retention"] for n in names], [stats[n]["perplexity"] for n in names]
     )
     for n in names:
         axes[1].annotate(n, (stats[n]["clean_token_retention"], stats[n]["perplexity"]), fontsize=7)
+    # the ensemble's point must lie right of both vertical lines and below both horizontal ones
+    ctx.mark_threshold(axes[1], 0.90, "retention >= 0.90", axis="x", color="tab:green")
+    ctx.mark_threshold(axes[1], 1.3 * agg["clean_token_retention"], ">= 1.3 x aggressive's",
+                       axis="x", color="tab:green", linestyle=":")  # fmt: skip
+    ctx.mark_threshold(axes[1], 0.97 * unf["perplexity"], "ppl <= 0.97 x unfiltered",
+                       color="tab:red")  # fmt: skip
+    ctx.mark_threshold(axes[1], 1.05 * agg["perplexity"], "ppl <= 1.05 x aggressive",
+                       color="tab:red", linestyle=":")  # fmt: skip
+    axes[1].legend(fontsize=7)
     axes[1].set_xlabel("clean-token retention")
     axes[1].set_ylabel("trigram LM perplexity (held-out prose)")
-    path = ctx.save_figure(fig, PAPER, "ensemble-vs-single-filters")
     retention_ratio = ens["clean_token_retention"] / max(agg["clean_token_retention"], 1e-12)
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "ensemble": ens,
             "retention_ratio_vs_aggressive": retention_ratio,
@@ -290,8 +303,8 @@ def ensemble_vs_single_filters(ctx: Context) -> Result:
             ">= 1.3x aggressive clean tokens": retention_ratio >= 1.3,
             "perplexity <= 1.05 x aggressive": ens["perplexity"] <= 1.05 * agg["perplexity"],
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, PAPER, "ensemble-vs-single-filters", result)
 
 
 def _held_out_prose(max_files):
@@ -386,8 +399,7 @@ def ray_equals_local(ctx: Context) -> Result:
         ["local (process pool)", "Ray Data"], [n_docs / timings["local"], n_docs / timings["ray"]]
     )
     ax.set_ylabel("documents / s (whole run, incl. start-up)")
-    path = ctx.save_figure(fig, PAPER, "ray-equals-local")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "identical_shards": int(sum(same)),
             "shards": len(files),
@@ -402,5 +414,5 @@ def ray_equals_local(ctx: Context) -> Result:
             "same shard files": files == ray_files and len(files) > 0,
             "byte-identical kept outputs": all(same),
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, PAPER, "ray-equals-local", result)

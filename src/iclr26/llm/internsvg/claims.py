@@ -123,26 +123,28 @@ def svg_tokens_shorten(ctx: Context) -> Result:
     metrics["encode_timing"] = ours_t.to_dict()
     baseline["bpe_base_tokenizer"]["encode_timing"] = base_t.to_dict()
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    for ax, domain in zip(axes, svgs):
-        ours = _lengths(svg_tok, svgs[domain])
-        theirs = _lengths(bases["bpe"], svgs[domain])
-        bins = np.linspace(0, max(theirs.max(), ours.max()), 30)
-        ax.hist(theirs, bins=bins, alpha=0.6, label="base BPE")
-        ax.hist(ours, bins=bins, alpha=0.6, label="SVG tokens")
-        ax.set(xlabel="tokens per SVG", ylabel="count", title=domain)
-        ax.legend()
-    fig_path = ctx.save_figure(fig, SLUG, "svg-tokens-shorten")
     red_i, red_l = metrics["reduction_icon"], metrics["reduction_illustration"]
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
             f"icon reduction {red_i:.3f} >= 0.30": red_i >= 0.30,
             f"illustration reduction {red_l:.3f} >= 0.30": red_l >= 0.30,
         },
-        figures=[fig_path],
     )
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, domain in zip(axes, svgs):
+        ours = _lengths(svg_tok, svgs[domain])
+        theirs = _lengths(bases["bpe"], svgs[domain])
+        bins = np.linspace(0, max(theirs.max(), ours.max()), 30)
+        ax.hist(theirs, bins=bins, alpha=0.6, label="base BPE")
+        ax.hist(ours, bins=bins, alpha=0.6, label="SVG tokens")
+        ax.axvline(ours.mean(), color="tab:orange", linewidth=1.5, label="SVG tokens mean")
+        # the criterion on the mean: SVG-token mean <= 0.70 x the base BPE mean
+        ctx.mark_threshold(ax, 0.70 * theirs.mean(), "0.70 x base mean (criterion)", axis="x")
+        ax.set(xlabel="tokens per SVG", ylabel="count", title=domain)
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "svg-tokens-shorten", result)
 
 
 # ------------------------------------------------------------------ T2
@@ -272,13 +274,6 @@ def _subword_init_faster(ctx: Context) -> Result:
         keys = split[arm][0]
         return {f"step0_{k}": float(np.mean([d[k] for d in split[arm]])) for k in keys}
 
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
-    for arm, colour in (("random", "tab:gray"), ("subword_mean", "tab:red")):
-        curve = np.mean(np.array(arms[arm]), 0)
-        ax.plot(np.arange(len(curve)), curve, color=colour, label=arm.replace("_", "-"))
-    ax.set(xlabel="fine-tuning step", ylabel="loss on SVG tokens", yscale="log")
-    ax.legend()
-    fig_path = ctx.save_figure(fig, SLUG, "subword-init-faster")
     metrics = {
         "loss_step0_subword": step0["subword_mean"],
         "loss_mean_subword": rest["subword_mean"],
@@ -310,7 +305,7 @@ def _subword_init_faster(ctx: Context) -> Result:
         }
     }
     ratio = metrics["ratio_mean_loss_subword_over_random"]
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -320,8 +315,17 @@ def _subword_init_faster(ctx: Context) -> Result:
             < step0["random"],
             f"mean loss ratio T+E / T {ratio:.3f} <= 0.95": ratio <= 0.95,
         },
-        figures=[fig_path],
     )
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for arm, colour in (("random", "tab:gray"), ("subword_mean", "tab:red")):
+        curve = np.mean(np.array(arms[arm]), 0)
+        ax.plot(np.arange(len(curve)), curve, color=colour, label=arm.replace("_", "-"))
+    ax.axhline(rest["subword_mean"], color="tab:red", linestyle=":", linewidth=1.0,
+               label="subword-mean: mean loss, steps 1..N")  # fmt: skip
+    ctx.mark_threshold(ax, 0.95 * rest["random"], "0.95 x random's mean loss (criterion)")
+    ax.set(xlabel="fine-tuning step", ylabel="loss on SVG tokens", yscale="log")
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "subword-init-faster", result)
 
 
 # ------------------------------------------------------------------ T3, T4 (full scale)

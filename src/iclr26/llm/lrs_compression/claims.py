@@ -327,7 +327,15 @@ def cap_vs_wanda(ctx: Context) -> Result:
         "svd_uniform": _summary(exp["svd_uniform"]),
         "cap_no_steps": _summary(exp["cap_no_steps"]),
     }
-    fig_path = None
+    same_params = metrics["params_targets"] <= baseline["wanda"]["targets"]
+    result = Result.judge(
+        metrics=metrics,
+        baseline=baseline,
+        required={
+            "gap_CAP <= 0.80 x gap_Wanda": fraction <= 0.80,
+            "CAP keeps no more target parameters than Wanda": same_params,
+        },
+    )
     try:
         plt = _plt()
         names = ["dense", "CAP", "CAP 0 steps", "Wanda", "magnitude", "SVD"]
@@ -343,20 +351,14 @@ def cap_vs_wanda(ctx: Context) -> Result:
         ax.bar(names, values, color=["grey", "C0", "C9", "C1", "C2", "C3"])
         ax.set_yscale("log")
         ax.set_ylabel("test perplexity")
+        needed = dense["ppl"] + 0.80 * (baseline["wanda"]["ppl"] - dense["ppl"])
+        ctx.mark_threshold(ax, needed, "CAP <= dense + 0.80 x (Wanda - dense)")
+        ax.legend(fontsize=7)
         ax.set_title(f"{exp['model']}, 50% of target parameters kept")
-        fig_path = ctx.save_figure(fig, PAPER, "cap-vs-wanda")
+        ctx.save_judged(fig, PAPER, "cap-vs-wanda", result)
     except Exception:  # a figure is a bonus, never the verdict
-        fig_path = None
-    same_params = metrics["params_targets"] <= baseline["wanda"]["targets"]
-    return Result.judge(
-        metrics=metrics,
-        baseline=baseline,
-        required={
-            "gap_CAP <= 0.80 x gap_Wanda": fraction <= 0.80,
-            "CAP keeps no more target parameters than Wanda": same_params,
-        },
-        figures=[fig_path] if fig_path else [],
-    )
+        pass
+    return result
 
 
 # ------------------------------------------------------------------ C2
@@ -400,19 +402,34 @@ def global_vs_uniform(ctx: Context) -> Result:
         },
         "dense": _summary(exp["dense"]),
     }
-    fig_path = None
+    result = Result.judge(
+        metrics=metrics,
+        baseline=baseline,
+        required={
+            "ppl_CAP < ppl_uniform_lrs": metrics["ppl"] < uni["ppl"],
+            "per-layer kept-fraction CV >= 0.10": layer_cv >= 0.10,
+        },
+    )
     try:
         plt = _plt()
         alloc = exp["cap_allocation"]
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), gridspec_kw={"width_ratios": [3, 2, 1.2]})
         x = np.arange(len(alloc))
         axes[0].bar(x, [r["kept_fraction"] for r in alloc], color="C0", label="CAP")
         axes[0].plot(
             x, [r["kept_fraction"] for r in exp["uniform_allocation"]], "k--", label="uniform"
         )
+        per_layer = caps[0]["layer_kept_fraction"]
+        axes[0].plot(x, [per_layer[str(r["layer"])] for r in alloc], "rx",
+                     label="its layer's kept fraction (seed 0)")  # fmt: skip
+        # CV >= 0.10: the per-layer fractions must spread wider than this band
+        mean_layer = float(np.mean(list(per_layer.values())))
+        axes[0].axhspan(0.9 * mean_layer, 1.1 * mean_layer, color="grey", alpha=0.2,
+                        label="layer mean +/- 0.10 x mean (CV 0.10)")  # fmt: skip
+        axes[0].set_title(f"per-layer kept-fraction CV {layer_cv:.2f} (>= 0.10)", fontsize=9)
         axes[0].set_xlabel("target matrix (in model order)")
         axes[0].set_ylabel("kept fraction")
-        axes[0].legend()
+        axes[0].legend(fontsize=7)
         axes[1].scatter(
             [r["rank"] * sum(r["shape"]) / r["dense"] for r in alloc],
             [r["nnz"] / r["dense"] for r in alloc],
@@ -420,18 +437,14 @@ def global_vs_uniform(ctx: Context) -> Result:
         )
         axes[1].set_xlabel("low-rank share of dense size")
         axes[1].set_ylabel("sparse share of dense size")
-        fig_path = ctx.save_figure(fig, PAPER, "global-vs-uniform")
-    except Exception:
-        fig_path = None
-    return Result.judge(
-        metrics=metrics,
-        baseline=baseline,
-        required={
-            "ppl_CAP < ppl_uniform_lrs": metrics["ppl"] < uni["ppl"],
-            "per-layer kept-fraction CV >= 0.10": layer_cv >= 0.10,
-        },
-        figures=[fig_path] if fig_path else [],
-    )
+        axes[2].bar(["CAP", "uniform"], [metrics["ppl"], uni["ppl"]], color=["C0", "grey"])
+        ctx.mark_threshold(axes[2], uni["ppl"], "CAP < uniform")
+        axes[2].set_ylabel("test perplexity")
+        axes[2].legend(fontsize=7)
+        ctx.save_judged(fig, PAPER, "global-vs-uniform", result)
+    except Exception:  # a figure is a bonus, never the verdict
+        pass
+    return result
 
 
 # ------------------------------------------------------------------ C3
@@ -519,25 +532,31 @@ def synthetic_redundancy(ctx: Context) -> Result:
         "allocator_loss_last10": float(np.mean(alloc.losses_[-10:])),
     }
     baseline = {"uniform_lrs": {"error": uni_err, "kept_ranks": uni_ranks}}
-    fig_path = None
-    try:
-        plt = _plt()
-        fig, ax = plt.subplots(figsize=(4.5, 3.2))
-        ax.plot(true_ranks, true_ranks, "k:", label="true rank")
-        ax.plot(true_ranks, kept_ranks, "o-", label=f"CAP (error {cap_err:.3g})")
-        ax.plot(true_ranks, uni_ranks, "s--", label=f"uniform (error {uni_err:.3g})")
-        ax.set_xlabel("true rank")
-        ax.set_ylabel("kept rank")
-        ax.legend(fontsize=8)
-        fig_path = ctx.save_figure(fig, PAPER, "synthetic-redundancy")
-    except Exception:
-        fig_path = None
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
             "error_CAP <= 0.9 x error_uniform": cap_err <= 0.9 * uni_err,
             "Spearman >= 0.8": rho >= 0.8,
         },
-        figures=[fig_path] if fig_path else [],
     )
+    try:
+        plt = _plt()
+        fig, (ax, ax_err) = plt.subplots(
+            1, 2, figsize=(7.5, 3.4), gridspec_kw={"width_ratios": [2, 1]}
+        )
+        ax.plot(true_ranks, true_ranks, "k:", label="true rank")
+        ax.plot(true_ranks, kept_ranks, "o-", label=f"CAP (error {cap_err:.3g})")
+        ax.plot(true_ranks, uni_ranks, "s--", label=f"uniform (error {uni_err:.3g})")
+        ax.set_xlabel("true rank")
+        ax.set_ylabel("kept rank")
+        ax.set_title(f"Spearman {rho:.2f} (>= 0.8)", fontsize=9)
+        ax.legend(fontsize=8)
+        ax_err.bar(["CAP", "uniform"], [cap_err, uni_err], color=["C0", "grey"])
+        ctx.mark_threshold(ax_err, 0.9 * uni_err, "CAP <= 0.9 x uniform")
+        ax_err.set_ylabel("sum ||(W - W~) X||_F^2")
+        ax_err.legend(fontsize=7)
+        ctx.save_judged(fig, PAPER, "synthetic-redundancy", result)
+    except Exception:  # a figure is a bonus, never the verdict
+        pass
+    return result

@@ -156,12 +156,23 @@ def importance_diversity_nll(ctx: Context) -> Result:
             width,
             label=f"B={b}",
         )
+    # each base+MixKV bar must stay below its base's gap (in >= 3 of the 4 cells)
+    for base in BASES:
+        i = names.index(f"{base}+mixkv")
+        for j, b in enumerate(s["budgets"]):
+            ax.hlines(gap[f"{base}@{b}"], i + j * width - width / 2, i + j * width + width / 2,
+                      colors="black", linestyles="--", linewidth=1.2,
+                      label="base's gap (MixKV must be below)" if base == BASES[0] and j == 0
+                      else None)  # fmt: skip
     ax.set_xticks(np.arange(len(names)) + width / 2, names, rotation=20)
     ax.set_ylabel("NLL gap to full cache (nats/token)")
     ax.set_yscale("symlog", linthresh=1e-3)
-    ax.legend()
-    ax.set_title(f"continuation NLL gap, T={s['prompt']}, window {s['window']}")
-    fig_path = ctx.save_figure(fig, PAPER, "importance-diversity-nll")
+    ax.legend(fontsize=7)
+    ax.set_title(
+        f"continuation NLL gap, T={s['prompt']}, window {s['window']}; mean relative gap "
+        f"reduction {mean_rel:.3f} (>= 0.05)",
+        fontsize=8,
+    )
 
     metrics = {
         "cells_improved": improved,
@@ -186,7 +197,7 @@ def importance_diversity_nll(ctx: Context) -> Result:
         "full": {"nll": float(full.mean())},
         **{k: {"gap": v} for k, v in gap.items() if "mixkv" not in k},
     }
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -194,8 +205,8 @@ def importance_diversity_nll(ctx: Context) -> Result:
             "mean relative gap reduction >= 0.05": mean_rel >= 0.05,
             "every base gap > 0 (compression costs something)": base_gaps_positive,
         },
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "importance-diversity-nll", result)
 
 
 def _whitespace_mask(tok, ids: torch.Tensor) -> torch.Tensor:
@@ -242,15 +253,19 @@ def head_redundancy_heterogeneous(ctx: Context) -> Result:
     ws_mean = float(torch.nanmean(torch.stack(ws_cos)))
 
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.5))
     for ax, tab, title in ((axes[0], table, "trained"), (axes[1], table_untrained, "untrained")):
         im = ax.imshow(tab.cpu().numpy(), vmin=-0.1, vmax=1.0, cmap="viridis")
         ax.set_xlabel("KV head")
         ax.set_ylabel("layer")
         ax.set_title(f"mean key cosine r_h ({title})")
         fig.colorbar(im, ax=ax)
-    fig_path = ctx.save_figure(fig, PAPER, "head-redundancy-heterogeneous")
-    return Result.judge(
+    r_sorted = np.sort(table.cpu().numpy().ravel())
+    axes[2].bar(np.arange(len(r_sorted)), r_sorted, color="tab:green")
+    ctx.mark_threshold(axes[2], r_sorted[0] + 0.25, "min r_h + 0.25 (max must reach it)")
+    axes[2].set(xlabel="KV head (sorted)", ylabel="r_h (trained)", title=f"spread {spread:.2f}")
+    axes[2].legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "spread": spread,
             "max_r": float(table.max()),
@@ -268,8 +283,8 @@ def head_redundancy_heterogeneous(ctx: Context) -> Result:
             }
         },
         required={"max r_h - min r_h >= 0.25": spread >= 0.25},
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "head-redundancy-heterogeneous", result)
 
 
 def _selection_flops(policy, h_q: int, h_kv: int, t: int, w: int, d: int) -> float:
@@ -364,6 +379,12 @@ def selection_efficiency(ctx: Context) -> Result:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     names = list(times)
     axes[0].bar(names, [1e3 * times[n]["cpu_median_s"] for n in names])
+    for k, b in enumerate(BASES):
+        if f"{b}+mixkv" in names:
+            i = names.index(f"{b}+mixkv")
+            axes[0].hlines(1.5e3 * times[b]["cpu_median_s"], i - 0.4, i + 0.4, colors="black",
+                           linestyles="--", label="1.5 x base (MixKV at most)" if k == 0 else None)  # fmt: skip
+    axes[0].legend(fontsize=7)
     axes[0].set_ylabel("selection, all layers (ms CPU, median)")
     axes[0].tick_params(axis="x", rotation=20)
     keys = list(decode)
@@ -380,8 +401,7 @@ def selection_efficiency(ctx: Context) -> Result:
     )
     axes[1].legend()
     axes[1].tick_params(axis="x", rotation=20)
-    fig_path = ctx.save_figure(fig, PAPER, "selection-efficiency")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "time_ratio_snapkv": ratio["snapkv"],
             "time_ratio_adakv": ratio["adakv"],
@@ -406,5 +426,5 @@ def selection_efficiency(ctx: Context) -> Result:
             "SnapKV+MixKV selection <= 1.5 x SnapKV": ratio["snapkv"] <= 1.5,
             "AdaKV+MixKV selection <= 1.5 x AdaKV": ratio["adakv"] <= 1.5,
         },
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "selection-efficiency", result)

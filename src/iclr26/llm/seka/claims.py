@@ -172,18 +172,7 @@ def steering_efficacy(ctx: Context) -> Result:
         if gates["es_margin_over_pasta"] > 0.02
         else ("matches" if gates["es_margin_over_pasta"] >= -0.02 else "trails")
     )
-    fig_path = _bars(
-        ctx,
-        "steering-efficacy",
-        {
-            "original": [mean["es_original"], mean["ps_original"]],
-            "PASTA": [mean["es_pasta"], mean["ps_pasta"]],
-            "SEKA": [mean["es_seka"], mean["ps_seka"]],
-        },
-        ("ES", "PS"),
-        "share of prompts following the highlighted passage",
-    )
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **mean,
             **gates,
@@ -204,20 +193,48 @@ def steering_efficacy(ctx: Context) -> Result:
             "ES(SEKA) - ES(original) >= 0.25": gates["es_gain_over_original"] >= 0.25,
             "ES(SEKA) >= ES(PASTA) - 0.02": gates["es_margin_over_pasta"] >= -0.02,
         },
-        figures=[fig_path],
+    )
+    return _bars(
+        ctx,
+        "steering-efficacy",
+        {
+            "original": [mean["es_original"], mean["ps_original"]],
+            "PASTA": [mean["es_pasta"], mean["ps_pasta"]],
+            "SEKA": [mean["es_seka"], mean["ps_seka"]],
+        },
+        ("ES", "PS"),
+        "share of prompts following the highlighted passage",
+        result,
+        [
+            (0, mean["es_original"] + 0.25, "SEKA ES >= original + 0.25"),
+            (0, mean["es_pasta"] - 0.02, "SEKA ES >= PASTA - 0.02"),
+        ],
     )
 
 
-def _bars(ctx: Context, name: str, groups: dict, labels, ylabel: str):
+def _bars(ctx: Context, name: str, groups: dict, labels, ylabel: str, result: Result,
+          thresholds=()) -> Result:  # fmt: skip
+    """Grouped bars titled with the verdict of ``result``; ``thresholds`` are the criterion's
+    lines ``(label index, value, text)``, drawn across that label's group."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    fig, ax = plt.subplots(figsize=(6, 3.6))
     width = 0.8 / len(groups)
     for i, (method, vals) in enumerate(groups.items()):
         ax.bar(np.arange(len(labels)) + i * width, vals, width, label=method)
+    for k, (index, value, text) in enumerate(thresholds):
+        ax.hlines(
+            value,
+            index - width / 2,
+            index + 0.8 - width / 2,
+            colors="black",
+            linestyles=("--", ":", "-.")[k % 3],
+            linewidth=1.4,
+            label=text,
+        )
     ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    return ctx.save_figure(fig, PAPER, name)
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, PAPER, name, result)
 
 
 # ------------------------------------------------------------------ C2
@@ -382,18 +399,7 @@ def overhead_and_fused_attention(ctx: Context) -> Result:
     }
     if sync is not None:
         metrics["device"] = str(ctx.device)
-    fig_path = _bars(
-        ctx,
-        "overhead-and-fused-attention",
-        {
-            "original": [t["original"], tg["original"]],
-            "SEKA": [t["seka"], tg["seka"]],
-            "PASTA": [t["pasta"], tg["pasta"]],
-        },
-        ("prefill", "generate"),
-        "median CPU seconds",
-    )
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={
             "original": times["original"].to_dict(),
@@ -405,7 +411,23 @@ def overhead_and_fused_attention(ctx: Context) -> Result:
             "overhead(SEKA) <= 0.15 x t(original)": over_seka <= 0.15 * t["original"],
             "max |logit sdpa - eager| < 1e-4 under SEKA": parity < 1e-4,
         },
-        figures=[fig_path],
+    )
+    return _bars(
+        ctx,
+        "overhead-and-fused-attention",
+        {
+            "original": [t["original"], tg["original"]],
+            "SEKA": [t["seka"], tg["seka"]],
+            "PASTA": [t["pasta"], tg["pasta"]],
+        },
+        ("prefill", "generate"),
+        "median CPU seconds",
+        result,
+        # the judged prefill: SEKA's bar below both (overhead = time - original's time)
+        [
+            (0, 1.15 * t["original"], "SEKA prefill <= 1.15 x original"),
+            (0, t["pasta"], "SEKA prefill < PASTA's"),
+        ],
     )
 
 
@@ -451,14 +473,7 @@ def ablation_subspace_and_filter(ctx: Context) -> Result:
         row["es_original"] = efficacy(model, tok, s["eval"], None)
         rows.append(row)
     mean = {k: float(np.mean([r[k] for r in rows])) for k in rows[0] if k.startswith("es_")}
-    fig_path = _bars(
-        ctx,
-        "ablation-subspace-and-filter",
-        {k[3:]: [v] for k, v in mean.items()},
-        ("ES",),
-        "efficacy score",
-    )
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **mean,
             "per_seed": rows,
@@ -478,7 +493,18 @@ def ablation_subspace_and_filter(ctx: Context) -> Result:
             "ES(random+filter) >= ES(random, no filter)": mean["es_random_filter"]
             >= mean["es_random_no_filter"],
         },
-        figures=[fig_path],
+    )
+    return _bars(
+        ctx,
+        "ablation-subspace-and-filter",
+        {k[3:]: [v] for k, v in mean.items()},
+        ("ES",),
+        "efficacy score",
+        result,
+        [
+            (0, mean["es_random_filter"] + 0.02, "SEKA > random+filter + 0.02"),
+            (0, mean["es_random_no_filter"], "random+filter >= random, no filter"),
+        ],
     )
 
 
@@ -538,7 +564,7 @@ def adaseka_routing(ctx: Context) -> Result:
         by_type[attribute]["es_adaseka"] = efficacy(model, tok, items, ada)
     single_mean = float(np.mean(list(singles.values())))
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    fig, (ax, ax_es) = plt.subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [3, 2]})
     kinds = list(by_type)
     for m, name in enumerate(ada.names):
         ax.bar(
@@ -550,8 +576,13 @@ def adaseka_routing(ctx: Context) -> Result:
     ax.set_xticks(np.arange(len(kinds)) + 0.2, kinds)
     ax.set_ylabel("mean routing weight")
     ax.legend(fontsize=8)
-    fig_path = ctx.save_figure(fig, PAPER, "adaseka-routing")
-    return Result.judge(
+    es_bars = {"AdaSEKA": es_ada, **{f"SEKA {k}": v for k, v in singles.items()}}
+    ax_es.bar(list(es_bars), list(es_bars.values()), color=["C2"] + ["C7"] * len(singles))
+    ctx.mark_threshold(ax_es, single_mean, "mean single-expert ES (AdaSEKA >=)")
+    ax_es.set_ylabel("efficacy score")
+    ax_es.tick_params(axis="x", labelsize=7, rotation=15)
+    ax_es.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "es_adaseka": es_ada,
             "es_single_mean": single_mean,
@@ -565,5 +596,5 @@ def adaseka_routing(ctx: Context) -> Result:
         baseline={f"seka_{k}": {"es": v, **chosen[k]} for k, v in singles.items()}
         | {"original": {"es": es_orig}},
         required={"ES(AdaSEKA) >= mean single-expert ES": es_ada >= single_mean},
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "adaseka-routing", result)

@@ -92,18 +92,16 @@ def _experiment(scale: str, seed: int, mode: str, device: str = "cpu"):
     return task, surrogate, trainers, trials, samples, states
 
 
-def _error_histogram(trials, samples, surrogate, seed):
+def _error_histogram(ax, trials, samples, surrogate, seed):
     ref = surrogate.sample(trials, next(iter(samples.values())).shape[1], seed=seed)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     bins = np.linspace(-np.pi, np.pi, 37)
     rel = {"surrogate": ref, **samples}
     for label, s in rel.items():
         ang = np.arctan2(s[..., 1], s[..., 0])
         err = wrap_angle(ang - trials.target[:, None]).ravel()
-        axes[0].hist(err, bins=bins, histtype="step", density=True, label=label)
-    axes[0].set(xlabel="response - target colour (rad)", ylabel="density")
-    axes[0].legend(fontsize=7)
-    return fig, axes
+        ax.hist(err, bins=bins, histtype="step", density=True, label=label)
+    ax.set(xlabel="response - target colour (rad)", ylabel="density")
+    ax.legend(fontsize=7)
 
 
 def _timing(ctx, task, surrogate, m_diff, seed, repeat, device, batch):
@@ -158,15 +156,8 @@ def full_distribution(ctx: Context) -> Result:
     d, mm, to = metrics["diffusion"], metrics["moment_matching"], metrics["task_optimal"]
     best_baseline = min(mm["energy_distance"], to["energy_distance"])
 
-    fig, axes = _error_histogram(trials, samples, surrogate, ctx.seed)
-    for name, trainer in trainers.items():
-        axes[1].plot(trainer.history_, label=name, lw=0.8)
-    axes[1].set(xlabel="iteration", ylabel="training loss", yscale="log")
-    axes[1].legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "full-distribution")
-
     step = {k: v["cpu_s"] for k, v in timing.items()}
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "p_swap": d["p_swap"],
             "energy_distance": d["energy_distance"],
@@ -185,8 +176,35 @@ def full_distribution(ctx: Context) -> Result:
             "task-optimal p_swap <= 0.1": to["p_swap"] <= 0.1,
             "moment-matching multimodality <= 0.6": mm["multimodality"] <= 0.6,
         },
-        figures=[path],
     )
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.4))
+    axes = axes.ravel()
+    _error_histogram(axes[0], trials, samples, surrogate, ctx.seed)
+    for name, trainer in trainers.items():
+        axes[1].plot(trainer.history_, label=name, lw=0.8)
+    axes[1].set(xlabel="iteration", ylabel="training loss", yscale="log")
+    axes[1].legend(fontsize=7)
+    axes[2].axis("off")
+    names = list(metrics)
+    short = [n.replace("_", "\n") for n in names]
+    colours = [f"C{k + 1}" for k in range(len(names))]  # as in the histogram (C0: surrogate)
+
+    def bars(ax, key, ylabel):
+        ax.bar(short, [metrics[n][key] for n in names], color=colours)
+        ax.set(ylabel=ylabel)
+        ax.tick_params(axis="x", labelsize=7)
+
+    bars(axes[3], "p_swap", "swap rate p_swap")
+    axes[3].axhspan(0.22, 0.38, color="tab:green", alpha=0.15, label="diffusion: 0.3 +/- 0.08")
+    ctx.mark_threshold(axes[3], 0.1, "task-optimal <= 0.1")
+    bars(axes[4], "multimodality", "multimodality")
+    ctx.mark_threshold(axes[4], 0.8, "diffusion >= 0.8", color="tab:green")
+    ctx.mark_threshold(axes[4], 0.6, "moment-matching <= 0.6", color="tab:red", linestyle=":")
+    bars(axes[5], "energy_distance", "energy distance to surrogate")
+    ctx.mark_threshold(axes[5], 0.5 * best_baseline, "diffusion <= 0.5 x best baseline")
+    for ax in axes[3:]:
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "full-distribution", result)
 
 
 def _binned_swap_rates(samples, trials, edges):
@@ -231,15 +249,7 @@ def probe_distance_swaps(ctx: Context) -> Result:
         return float(pearsonr(r[ok], ref_rates[ok])[0])
 
     r = {name: corr(v) for name, v in rates.items()}
-    fig, ax = plt.subplots(figsize=(4.8, 3.4))
-    centres = 0.5 * (edges[1:] + edges[:-1])
-    ax.plot(centres, ref_rates, "k-o", label="surrogate")
-    for name, v in rates.items():
-        ax.plot(centres, v, "-o", label=f"{name} (r={r[name]:.2f})")
-    ax.set(xlabel="probe distance |dphi| (rad)", ylabel="swap rate (mixture fit)")
-    ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "probe-distance-swaps")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "pearson_r": r["diffusion"],
             "swap_rates": rates["diffusion"],
@@ -251,8 +261,21 @@ def probe_distance_swaps(ctx: Context) -> Result:
             for name in ("moment_matching", "task_optimal")
         },
         required={"Pearson r(diffusion, surrogate) >= 0.8": bool(r["diffusion"] >= 0.8)},
-        figures=[path],
     )
+    fig, (ax, ax_r) = plt.subplots(1, 2, figsize=(8.4, 3.6), gridspec_kw={"width_ratios": [3, 2]})
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    ax.plot(centres, ref_rates, "k-o", label="surrogate")
+    for name, v in rates.items():
+        ax.plot(centres, v, "-o", label=f"{name} (r={r[name]:.2f})")
+    ax.set(xlabel="probe distance |dphi| (rad)", ylabel="swap rate (mixture fit)")
+    ax.legend(fontsize=7)
+    ax_r.bar([n.replace("_", "\n") for n in r], [np.nan_to_num(v) for v in r.values()],
+             color=[f"C{k}" for k in range(len(r))])  # fmt: skip
+    ctx.mark_threshold(ax_r, 0.8, "diffusion r >= 0.8")
+    ax_r.set(ylabel="Pearson r with surrogate (nan as 0)", ylim=(-1, 1))
+    ax_r.tick_params(axis="x", labelsize=7)
+    ax_r.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "probe-distance-swaps", result)
 
 
 def _geometry(task, trials, prep, traj, samples):
@@ -327,21 +350,22 @@ def item_geometry(ctx: Context) -> Result:
     task, _, _, trials, samples, states = _experiment(ctx.scale.value, ctx.seed, "flat", ctx.device)
     geo = {name: _geometry(task, trials, *states[name], samples[name]) for name in samples}
     d = geo["diffusion"]
-    fig, ax = plt.subplots(figsize=(4.8, 3.4))
-    names = list(geo)
-    x = np.arange(len(names))
-    ax.bar(x - 0.2, [geo[k]["pre_cue_mean_angle_deg"] for k in names], 0.4, label="pre-cue")
-    ax.bar(x + 0.2, [geo[k]["post_cue_mean_angle_deg"] for k in names], 0.4, label="post-cue")
-    ax.set_xticks(x, names, fontsize=7)
-    ax.set(ylabel="mean principal angle (deg)")
-    ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "item-geometry")
-    return Result.judge(
+    result = Result.judge(
         metrics=d,
         baseline={k: geo[k] for k in ("moment_matching", "task_optimal")},
         required={
             "pre-cue planes >= 60 deg": d["pre_cue_mean_angle_deg"] >= 60,
             "post-cue cued planes <= 45 deg": d["post_cue_mean_angle_deg"] <= 45,
         },
-        figures=[path],
     )
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    names = list(geo)
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, [geo[k]["pre_cue_mean_angle_deg"] for k in names], 0.4, label="pre-cue")
+    ax.bar(x + 0.2, [geo[k]["post_cue_mean_angle_deg"] for k in names], 0.4, label="post-cue")
+    ctx.mark_threshold(ax, 60, "diffusion pre-cue >= 60 deg", color="tab:blue")
+    ctx.mark_threshold(ax, 45, "diffusion post-cue <= 45 deg", color="tab:orange")
+    ax.set_xticks(x, names, fontsize=7)
+    ax.set(ylabel="mean principal angle (deg)")
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "item-geometry", result)

@@ -132,15 +132,19 @@ def _strip(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k != "models"}
 
 
-def _bar_figure(ctx, name, values: dict, ylabel: str, title: str) -> str:
-    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+def _bar_figure(ctx, name, values: dict, ylabel: str, title: str, judged: Result,
+                threshold: float, threshold_label: str) -> Result:  # fmt: skip
+    """Bars (mean, std over seeds) with the criterion's ``threshold`` line for the f-SNN bar,
+    titled with the verdict of ``judged`` and attached to it."""
+    fig, ax = plt.subplots(figsize=(4.5, 3.7))
     labels = list(values)
     means = [np.mean(values[k]) for k in labels]
     errs = [np.std(values[k]) for k in labels]
     ax.bar(labels, means, yerr=errs, color=["tab:orange", "tab:blue"][: len(labels)])
+    ctx.mark_threshold(ax, threshold, threshold_label)
     ax.set(ylabel=ylabel, title=title)
-    path = ctx.save_figure(fig, SLUG, name)
-    return str(path)
+    ax.legend(fontsize=7, loc="lower right")
+    return ctx.save_judged(fig, SLUG, name, judged)
 
 
 @claim(
@@ -156,19 +160,21 @@ def accuracy_vs_lif(ctx: Context) -> Result:
     result, _ = _digits_experiment(ctx.scale.value, ctx.seed)
     f, lif = result["f-LIF"], result["LIF"]
     gain = f["acc_mean"] - lif["acc_mean"]
-    path = _bar_figure(
+    judged = Result.judge(
+        metrics={"f_snn": _strip(f), "gain_pp": 100 * gain},
+        baseline={"lif": _strip(lif)},
+        required={"acc(f-SNN) >= acc(LIF) + 0.5 pp": gain >= 0.005},
+        partial={"acc(f-SNN) > acc(LIF)": gain > 0},
+    )
+    return _bar_figure(
         ctx,
         "accuracy-vs-lif",
         {"f-LIF": f["test_acc"], "LIF": lif["test_acc"]},
         "test accuracy",
         "saccade-event digits",
-    )
-    return Result.judge(
-        metrics={"f_snn": _strip(f), "gain_pp": 100 * gain},
-        baseline={"lif": _strip(lif)},
-        required={"acc(f-SNN) >= acc(LIF) + 0.5 pp": gain >= 0.005},
-        partial={"acc(f-SNN) > acc(LIF)": gain > 0},
-        figures=[path],
+        judged,
+        lif["acc_mean"] + 0.005,
+        "f-LIF needs LIF + 0.5 pp",
     )
 
 
@@ -198,18 +204,20 @@ def long_memory(ctx: Context) -> Result:
     )
     f, lif = result["f-LIF"], result["LIF"]
     gain = f["acc_mean"] - lif["acc_mean"]
-    path = _bar_figure(
+    judged = Result.judge(
+        metrics={"f_snn": _strip(f), "gain_pp": 100 * gain, "chance": 0.2},
+        baseline={"lif": _strip(lif)},
+        required={"acc(f-SNN) >= acc(LIF) + 5 pp": gain >= 0.05},
+    )
+    return _bar_figure(
         ctx,
         "long-memory",
         {"f-LIF": f["test_acc"], "LIF": lif["test_acc"]},
         "test accuracy",
         f"delayed cue, T = {T}",
-    )
-    return Result.judge(
-        metrics={"f_snn": _strip(f), "gain_pp": 100 * gain, "chance": 0.2},
-        baseline={"lif": _strip(lif)},
-        required={"acc(f-SNN) >= acc(LIF) + 5 pp": gain >= 0.05},
-        figures=[path],
+        judged,
+        lif["acc_mean"] + 0.05,
+        "f-LIF needs LIF + 5 pp",
     )
 
 
@@ -248,10 +256,11 @@ def noise_robustness(ctx: Context) -> Result:
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     for family, curve in curves.items():
         ax.plot(levels, curve, marker="o", label=family)
+    ax.plot(0.1, curves["LIF"][2] + 0.01, "_", color="black", markersize=22, mew=1.5,
+            label="f-LIF needs LIF + 1 pp at p = 0.1")  # fmt: skip
     ax.set(xlabel="event flip probability", ylabel="test accuracy", title="noise robustness")
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "noise-robustness")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "f_snn_curve": curves["f-LIF"],
             "levels": list(levels),
@@ -259,8 +268,8 @@ def noise_robustness(ctx: Context) -> Result:
         },
         baseline={"lif_curve": curves["LIF"]},
         required={"acc(f-SNN, p=0.1) >= acc(LIF, p=0.1) + 1 pp": gain >= 0.01},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "noise-robustness", result)
 
 
 @claim(
@@ -290,7 +299,16 @@ def energy_comparable(ctx: Context) -> Result:
         stats["LIF"]["spiking_energy_pj"], 1e-12
     )
     total_ratio = stats["f-LIF"]["energy_pj"] / stats["LIF"]["energy_pj"]
-    path = _bar_figure(
+    judged = Result.judge(
+        metrics={
+            "f_snn": stats["f-LIF"],
+            "spiking_energy_ratio": spiking_ratio,
+            "total_energy_ratio": total_ratio,
+        },
+        baseline={"lif": stats["LIF"]},
+        required={"spiking E(f-SNN) <= 1.2 spiking E(LIF)": spiking_ratio <= 1.2},
+    )
+    return _bar_figure(
         ctx,
         "energy-comparable",
         {
@@ -299,14 +317,7 @@ def energy_comparable(ctx: Context) -> Result:
         },
         "spiking energy per sample (nJ)",
         "estimated synaptic-operation energy",
-    )
-    return Result.judge(
-        metrics={
-            "f_snn": stats["f-LIF"],
-            "spiking_energy_ratio": spiking_ratio,
-            "total_energy_ratio": total_ratio,
-        },
-        baseline={"lif": stats["LIF"]},
-        required={"spiking E(f-SNN) <= 1.2 spiking E(LIF)": spiking_ratio <= 1.2},
-        figures=[path],
+        judged,
+        1.2 * stats["LIF"]["spiking_energy_pj"] / 1e3,
+        "f-LIF at most 1.2 x LIF",
     )

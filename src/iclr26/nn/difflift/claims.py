@@ -222,17 +222,16 @@ def learned_vs_static_cell(ctx: Context) -> Result:
         title=f"dlift forward, slope {sweep['loglog_slope']:.2f}",
     )
     fig.tight_layout()
-    path = ctx.save_figure(fig, SLUG, "learned-vs-static-cell")
     plt.close(fig)
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={"cycle": mean["cycle"], "clique": mean["clique"], "gin": mean["gin"]},
         required={
             "dlift >= best static + 0.01": mean["learned"] >= best_static + MARGIN,
             "dlift >= GIN": mean["learned"] >= mean["gin"],
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "learned-vs-static-cell", result)
 
 
 @claim(
@@ -274,9 +273,8 @@ def learned_vs_static_hypergraph(ctx: Context) -> Result:
     ax[1].bar(range(len(sizes)), sizes)
     ax[1].set(xlabel="learned k_v", ylabel="nodes", title="planted cliques have 4-5 members")
     fig.tight_layout()
-    path = ctx.save_figure(fig, SLUG, "learned-vs-static-hypergraph")
     plt.close(fig)
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "acc_difflift": mean["learned"],
             "acc_best_static": best,
@@ -286,8 +284,8 @@ def learned_vs_static_hypergraph(ctx: Context) -> Result:
         },
         baseline={k: mean[k] for k in kinds[:3]},
         required={"dlift >= best static + 0.01": mean["learned"] >= best + MARGIN},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "learned-vs-static-hypergraph", result)
 
 
 def _precision_recall(cells_per_graph: list[list[list[int]]], graphs) -> dict:
@@ -350,10 +348,9 @@ def what_was_learned(ctx: Context) -> Result:
     mark_threshold(ax, base["precision"], "static precision")
     ax.set(ylim=(0, 1), ylabel="fraction", title="2-cells that are planted rings")
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "what-was-learned")
     plt.close(fig)
     accepted_any = ours["cells"] > 0
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "precision_difflift": ours["precision"],
             "recall_difflift": ours["recall"],
@@ -369,5 +366,5 @@ def what_was_learned(ctx: Context) -> Result:
             "precision(dlift) > precision(cycle)": accepted_any
             and ours["precision"] > base["precision"],
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "what-was-learned", result)

@@ -67,7 +67,7 @@ def frequency_mechanism(ctx: Context) -> Result:
     ratio_relu = beyond2["ReLU(x)*x"] / max(gelu, 1e-300)
     ratio_relu6 = beyond2["ReLU6(x)*x"] / max(gelu, 1e-300)
 
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, (ax, ax_frac) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     freq = torch.fft.rfftfreq(n, dtype=torch.float64) * 2.0
     for name, fn in {"x": lambda v: v, **GATE_FNS}.items():
         power = (torch.fft.rfft(fn(x), dim=-1).abs() ** 2).mean(0)
@@ -77,8 +77,14 @@ def frequency_mechanism(ctx: Context) -> Result:
         xlim=(0, 0.6), ylim=(1e-24, 1), xlabel="frequency / Nyquist", ylabel="power (normalised)"
     )
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "frequency-mechanism")
-    return Result.judge(
+    names = list(beyond2)
+    ax_frac.bar(names, [max(beyond2[k], 1e-30) for k in names], color="tab:gray")
+    ctx.mark_threshold(ax_frac, 1e-6, "x*x below 1e-6", color="tab:blue")
+    ctx.mark_threshold(ax_frac, 10 * gelu, "ReLU / ReLU6 gates above 10 x GELU's", color="tab:red")
+    ax_frac.set(yscale="log", ylabel="energy fraction beyond 2x band edge")
+    ax_frac.tick_params(axis="x", labelsize=7, rotation=15)
+    ax_frac.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "x*x_beyond_2x_band": beyond2["x*x"],
             "relu_over_gelu_beyond_2x": ratio_relu,
@@ -91,8 +97,8 @@ def frequency_mechanism(ctx: Context) -> Result:
             "ReLU gate >= 10x GELU gate": ratio_relu >= 10,
             "ReLU6 gate >= 10x GELU gate": ratio_relu6 >= 10,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "frequency-mechanism", result)
 
 
 def _sizes(ctx: Context) -> dict:
@@ -197,11 +203,16 @@ def gate_accuracy(ctx: Context) -> Result:
             label=label,
             capsize=3,
         )
+    # GmNet's raw bar must reach no-gate + 1 pp; its high-pass bar GELU gate's + 1 pp
+    i = names.index("gmnet")
+    ax.hlines(100 * ng["raw_acc_mean"] + 1.0, i - 0.36, i, colors="black", linestyles="--",
+              label="gmnet raw needs no-gate + 1 pp")  # fmt: skip
+    ax.hlines(100 * gg["highpass_acc_mean"] + 1.0, i, i + 0.36, colors="tab:red",
+              linestyles="--", label="gmnet high-pass needs GELU gate + 1 pp")  # fmt: skip
     ax.set_xticks(pos, names)
     ax.set_ylabel("test accuracy (%)")
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "gate-accuracy")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "gmnet": g,
             "raw_gain_over_no_gate_pp": raw_gain,
@@ -218,8 +229,8 @@ def gate_accuracy(ctx: Context) -> Result:
             "high-pass: ReLU6 gate >= GELU gate + 1 pp": cond_hp,
         },
         partial={"exactly one condition holds": cond_raw != cond_hp},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "gate-accuracy", result)
 
 
 @claim(
@@ -258,16 +269,17 @@ def feature_spectrum(ctx: Context) -> Result:
             label=name,
             capsize=3,
         )
-    ax.axvline(stage + 1, color="k", ls=":", lw=0.8)
+    ax.axvline(stage + 1, color="k", ls=":", lw=0.8, label="judged stage")
+    ax.plot(stage + 1, 1.2 * base, "_", color="black", markersize=22, mew=1.5,
+            label="gmnet needs 1.2 x no-gate here")  # fmt: skip
     ax.set(
         xlabel="stage",
         ylabel="high-freq energy fraction (>0.25)",
         yscale="log",
         xticks=range(1, len(sizes) + 1),
     )
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "feature-spectrum")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "gmnet_fraction": ours,
             "ratio_gmnet_over_no_gate": ratio,
@@ -277,5 +289,5 @@ def feature_spectrum(ctx: Context) -> Result:
         },
         baseline={"no_gate_fraction": base, "no_gate_per_stage": per_stage["no_gate"].mean(0)},
         required={"GmNet / no-gate >= 1.2": ratio >= 1.2},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "feature-spectrum", result)

@@ -107,9 +107,11 @@ def hierarchical_vs_euclidean(ctx: Context) -> Result:
         yerr=[np.std(ilnn_mcc), np.std(euc_mcc)],
         color=["tab:purple", "tab:gray"],
     )
-    ax.set(ylabel="test MCC", title=f"phylogenetic DNA, 8 clades, length {length}")
-    path = ctx.save_figure(fig, SLUG, "hierarchical-vs-euclidean")
-    return Result.judge(
+    mark_threshold(ax, float(np.mean(euc_mcc)) + 0.01, "ILNN mean needs Euclidean + 0.01")
+    ax.set(ylabel="test MCC", title=f"phylogenetic DNA, 8 clades, length {length}\nILNN wins "
+           f"{wins}/{len(seeds)} seeds (>= {need_wins} needed)")  # fmt: skip
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "ilnn_mcc": ilnn_mcc,
             "ilnn_mcc_mean": float(np.mean(ilnn_mcc)),
@@ -127,8 +129,8 @@ def hierarchical_vs_euclidean(ctx: Context) -> Result:
             "params within 10%": matched,
         },
         partial={"mean MCC higher": margin > 0, "params within 10%": matched},
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "hierarchical-vs-euclidean", result)
 
 
 @claim(
@@ -171,9 +173,12 @@ def gyrolbn_vs_others(ctx: Context) -> Result:
     axes[0].set(ylabel="test MCC")
     axes[1].bar(norms, [t[k] * 1e3 for k in norms])
     axes[1].set(ylabel="train step, CPU ms (min of repeats)")
-    path = ctx.save_figure(fig, SLUG, "gyrolbn-vs-lbn-gyrobn")
     best_other = max(mean["lbn"], mean["gyrobn"])
-    return Result.judge(
+    mark_threshold(axes[0], best_other - 0.01, "GyroLBN needs best other - 0.01")
+    mark_threshold(axes[1], t["gyrobn"] * 1e3, "GyroLBN must be below GyroBN")
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "gyrolbn_mcc": mcc["gyrolbn"],
             "gyrolbn_mcc_mean": mean["gyrolbn"],
@@ -193,8 +198,8 @@ def gyrolbn_vs_others(ctx: Context) -> Result:
             "time(GyroLBN) < time(GyroBN)": t["gyrolbn"] < t["gyrobn"],
             "MCC(GyroLBN) >= best other - 0.01": mean["gyrolbn"] >= best_other - 0.01,
         },
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "gyrolbn-vs-lbn-gyrobn", result)
 
 
 def _hidden_blocks(ctx: Context) -> dict[int, torch.Tensor]:
@@ -302,12 +307,11 @@ def digamma_log_radius(ctx: Context) -> Result:
     mark_threshold(ax, 0.05, "pass threshold (0.05)")
     ax.set(xlabel="blocks N", ylabel="|E log|y_s| - E log|x_s||", yscale="log")
     ax.legend(fontsize=6)
-    path = ctx.save_figure(fig, SLUG, "digamma-log-radius")
 
     def table(key):
         return {layer: {str(c): rows[c][key] for c in windows} for layer, rows in per_layer.items()}
 
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "digamma_gap": table("gap_digamma"),
             "worst_digamma_gap": worst["gap_digamma"],
@@ -325,8 +329,8 @@ def digamma_log_radius(ctx: Context) -> Result:
             "digamma gap <= 0.05 on hidden features": worst["gap_digamma"] <= 0.05,
             "unscaled drift >= 0.25 log N": drift_ok,
         },
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "digamma-log-radius", result)
 
 
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
@@ -453,9 +457,10 @@ def resnet18_vs_euclidean(ctx: Context) -> Result:
         yerr=[np.std(acc["ilnn"]), np.std(acc["euclidean"])],
         color=["tab:purple", "tab:gray"],
     )
+    mark_threshold(ax, mean["euclidean"], "Lorentz needs >= Euclidean")
     ax.set(ylabel="test accuracy", title=f"{dataset}, width {width}", ylim=(0, 1))
-    path = ctx.save_figure(fig, SLUG, "resnet18-vs-euclidean")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "ilnn_acc": acc["ilnn"],
             "ilnn_acc_mean": mean["ilnn"],
@@ -468,5 +473,5 @@ def resnet18_vs_euclidean(ctx: Context) -> Result:
         },
         baseline={"euclidean_acc": acc["euclidean"], "euclidean_acc_mean": mean["euclidean"]},
         required={"accuracy(ILNN) >= accuracy(Euclidean)": mean["ilnn"] >= mean["euclidean"]},
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "resnet18-vs-euclidean", result)

@@ -139,8 +139,7 @@ def addition_speed(ctx: Context) -> Result:
     axes[0].set(xlabel="stage II step", ylabel="exact-match accuracy", title="3-digit addition")
     axes[0].legend()
     _plot_splines(axes[1], theta)
-    path = ctx.save_figure(fig, SLUG, "addition-speed")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "learned": ours,
             "speedup_ratio": ratio,
@@ -155,8 +154,8 @@ def addition_speed(ctx: Context) -> Result:
             "final-accuracy std (learned) <= baseline + 2 pp": stable,
         },
         partial={"ratio in [1.1, 1.5)": 1.1 <= ratio < 1.5},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "addition-speed", result)
 
 
 @claim(
@@ -192,10 +191,13 @@ def prose_gain(ctx: Context) -> Result:
     axes[0].bar(pos + 0.2, 100 * np.array(acc["baseline"]), 0.4, label="GeLU")
     axes[0].set_xticks(pos, [f"seed {s}" for s in seeds])
     axes[0].set(ylabel="test next-char accuracy (%)")
+    # judged on the means: learned mean >= GeLU mean + 0.2 pp, and wins in >= need_wins seeds
+    mark_threshold(axes[0], 100 * float(np.mean(acc["baseline"])) + 0.2,
+                   f"learned mean needs GeLU mean + 0.2 pp (wins {wins}/{len(seeds)}, "
+                   f">= {need_wins})")  # fmt: skip
     axes[0].legend(fontsize=7)
     _plot_splines(axes[1], theta)
-    path = ctx.save_figure(fig, SLUG, "prose-gain")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "learned_acc": acc["learned"],
             "gain_pp": gain_pp,
@@ -211,8 +213,8 @@ def prose_gain(ctx: Context) -> Result:
             "gain >= 0.2 pp": gain_pp >= 0.2,
             f"wins >= {need_wins} seeds": wins >= need_wins,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "prose-gain", result)
 
 
 def _curve_mean(history) -> float:
@@ -282,6 +284,11 @@ def compatibility(ctx: Context) -> Result:
     axes[0].set_xticks(range(len(names)), names)
     axes[0].set_yticks(range(len(names)), names)
     axes[0].set(xlabel="trained on (stage II)", ylabel="splines learned on (stage I)")
+    axes[0].set_title(
+        "diagonal - best off-diagonal (needs >= 2 pp): "
+        + ", ".join(f"{r} {m:+.1f}" for r, m in margins.items()),
+        fontsize=7,
+    )
     fig.colorbar(im, ax=axes[0], label="gain vs baseline (pp)")
     grid = torch.linspace(-6, 6, 400)
     with torch.no_grad():
@@ -290,8 +297,7 @@ def compatibility(ctx: Context) -> Result:
             axes[1].plot(grid, theta.mlp[0](grid), label=f"MLP spline ({name})")
     axes[1].set(xlabel="input", title="learned MLP nonlinearities")
     axes[1].legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "compatibility-matrix")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "matrix_pp": {r: {c: 100 * matrix[r][c] for c in names} for r in names},
             "diagonal_margin_pp": margins,
@@ -304,8 +310,8 @@ def compatibility(ctx: Context) -> Result:
             f"row {r}: diagonal >= off-diagonal + 2 pp": m >= 2.0 for r, m in margins.items()
         },
         partial={"at least one row diagonal": any(m >= 2.0 for m in margins.values())},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "compatibility-matrix", result)
 
 
 @claim(
@@ -343,10 +349,11 @@ def prose_to_code(ctx: Context) -> Result:
     axes[0].bar(pos + 0.2, 100 * np.array(acc["baseline"]), 0.4, label="GeLU")
     axes[0].set_xticks(pos, [f"seed {s}" for s in seeds])
     axes[0].set(ylabel="code test next-char accuracy (%)", title="English -> Python code")
+    mark_threshold(axes[0], 100 * float(np.mean(acc["baseline"])),
+                   "prose-learned mean needs >= GeLU mean")  # fmt: skip
     axes[0].legend(fontsize=7)
     _plot_splines(axes[1], theta)
-    path = ctx.save_figure(fig, SLUG, "prose-to-code-transfer")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "learned_acc": acc["learned"],
             "gain_pp": gain_pp,
@@ -359,5 +366,5 @@ def prose_to_code(ctx: Context) -> Result:
         },
         baseline={"gelu_acc": acc["baseline"]},
         required={"transfer gain >= 0 pp": gain_pp >= 0.0},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "prose-to-code-transfer", result)

@@ -175,16 +175,23 @@ def _summary(row: dict) -> dict:
     return {k: v for k, v in row.items() if k != "model"}
 
 
-def _front_figure(ctx: Context, name: str, rows, target: float, ylabel: str) -> str:
+def _front_figure(ctx: Context, rows, target: float, ylabel: str, flops_needed=None,
+                  title: str = ""):  # fmt: skip
+    """Error-vs-FLOPs fronts with the target; ``flops_needed`` marks the most FLOPs at which
+    lmKAN may reach the target for the FLOPs ratio to pass (the figure is saved by the claim)."""
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for family, marker in (("mlp", "o"), ("lmkan", "s")):
         pts = sorted((r["flops"], r["mse"]) for r in rows if r["family"] == family)
         ax.plot(*zip(*pts), marker=marker, label=family)
     mark_threshold(ax, target, f"target (MLP width {REFERENCE_WIDTH})")
+    if flops_needed is not None:
+        mark_threshold(ax, flops_needed, "lmKAN must reach the target left of this", axis="x",
+                       color="tab:red")  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel="inference FLOPs / sample", ylabel=ylabel)
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, name)
-    return str(path)
+    if title:
+        ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=7)
+    return fig
 
 
 def _table(rows) -> list[dict]:
@@ -215,7 +222,8 @@ def flops_at_matched_accuracy(ctx: Context) -> Result:
     f_kan = flops_to_reach([(r["flops"], r["mse"]) for r in rows if r["family"] == "lmkan"], target)
     ratio = f_mlp / f_kan if f_kan else None
     reverse = _at_lmkan_best(rows, "mse")
-    figure = _front_figure(ctx, "flops-at-matched-accuracy", rows, target, "test MSE")
+    fig = _front_figure(ctx, rows, target, "test MSE", f_mlp / 2.0 if f_mlp else None,
+                        "FLOPs ratio MLP/lmKAN at the target >= 2.0")  # fmt: skip
     result = Result.judge(
         metrics={
             "target_mse": target,
@@ -239,9 +247,9 @@ def flops_at_matched_accuracy(ctx: Context) -> Result:
         },
         required={"FLOPs ratio MLP/lmKAN >= 2.0": ratio is not None and ratio >= 2.0},
         partial={"FLOPs ratio MLP/lmKAN >= 1.0": ratio is not None and ratio >= 1.0},
-        figures=[figure],
     )
-    return _verdict_after_sweep(result, stop, f_kan is not None)
+    result = _verdict_after_sweep(result, stop, f_kan is not None)
+    return ctx.save_judged(fig, SLUG, "flops-at-matched-accuracy", result)
 
 
 @claim(
@@ -289,8 +297,13 @@ def cpu_throughput(ctx: Context) -> Result:
         reverse["throughput_ratio_lmkan_over_mlp"] = (
             reverse["lmkan"]["throughput"] / reverse["mlp"]["throughput"]
         )
-    figure = _front_figure(
-        ctx, "cpu-throughput-at-matched-accuracy", rows, target**2, "test MSE (standardised energy)"
+    fig = _front_figure(
+        ctx,
+        rows,
+        target**2,
+        "test MSE (standardised energy)",
+        title=f"judged: throughput ratio lmKAN/MLP at the target "
+        f"{'n/a' if ratio is None else format(ratio, '.2f')} (>= 2.0)",
     )
     summary = {k: _summary(r) for k, r in chosen.items()}
     result = Result.judge(
@@ -318,10 +331,10 @@ def cpu_throughput(ctx: Context) -> Result:
         },
         required={"throughput ratio lmKAN/MLP >= 2.0": ratio is not None and ratio >= 2.0},
         partial={"throughput ratio lmKAN/MLP >= 1.0": ratio is not None and ratio >= 1.0},
-        figures=[figure],
         note="CPU analogue; the paper's >10x is an H100 custom-kernel number",
     )
-    return _verdict_after_sweep(result, stop, kan is not None)
+    result = _verdict_after_sweep(result, stop, kan is not None)
+    return ctx.save_judged(fig, SLUG, "cpu-throughput-at-matched-accuracy", result)
 
 
 @claim(
@@ -370,6 +383,8 @@ def lookup_cost(ctx: Context) -> Result:
     ax.plot(grids, [lookup[g] * 1e6 for g in grids], "s-", label="lmKAN lookup (embedding_bag)")
     ax.plot(grids, [dense[g] * 1e6 for g in grids], "^-", label="lmKAN naive dense basis")
     ax.axhline(t_linear * 1e6, color="gray", ls="--", label="nn.Linear")
+    ax.plot(26, 1.5 * lookup[4] * 1e6, "_", color="black", markersize=22, mew=1.5,
+            label="lookup at G=26 <= 1.5 x at G=4")  # fmt: skip
     ax.set(
         yscale="log",
         xlabel="grid intervals G",
@@ -377,8 +392,7 @@ def lookup_cost(ctx: Context) -> Result:
         title=f"{width}x{width} layer, 2 threads",
     )
     ax.legend()
-    path = ctx.save_figure(fig, SLUG, "lookup-cost-independent-of-grid")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "time_ratio_G26_over_G4": growth,
             "lookup_us_per_sample": {str(g): lookup[g] * 1e6 for g in grids},
@@ -398,8 +412,8 @@ def lookup_cost(ctx: Context) -> Result:
             "linear_flops_per_sample": linear_flops,
         },
         required={"t(G=26) / t(G=4) <= 1.5": growth <= 1.5},
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "lookup-cost-independent-of-grid", result)
 
 
 CNN_WIDTHS = (4, 8, 16, 32)
@@ -512,14 +526,16 @@ def cnn_flops(ctx: Context) -> Result:
         fl, err, std = zip(*pts)
         ax.errorbar(fl, err, yerr=std, marker=marker, capsize=3, label=label)
     mark_threshold(ax, target, f"target (plain CNN width {reference})")
+    if f_cnn:
+        mark_threshold(ax, f_cnn / 1.5, "lmKAN must reach the target left of this", axis="x",
+                       color="tab:red")  # fmt: skip
     ax.set(
         xscale="log",
         xlabel="inference FLOPs / image",
         ylabel=f"test error ({dataset}, mean of {len(seeds)} seeds)",
     )
     ax.legend()
-    path = ctx.save_figure(fig, SLUG, "cnn-flops-at-matched-accuracy")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "dataset": dataset,
             "target_error": target,
@@ -539,8 +555,8 @@ def cnn_flops(ctx: Context) -> Result:
         },
         required={"FLOPs ratio CNN/lmKAN-CNN >= 1.5": ratio is not None and ratio >= 1.5},
         partial={"FLOPs ratio CNN/lmKAN-CNN >= 1.0": ratio is not None and ratio >= 1.0},
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "cnn-flops-at-matched-accuracy", result)
 
 
 def _ref_row(rows, width: int) -> dict:

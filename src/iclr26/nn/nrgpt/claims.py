@@ -85,8 +85,17 @@ def energy_descent(ctx: Context) -> Result:
         ax.axvline(4, color="k", ls=":", lw=0.8)
         ax.set(title=f"eta = {eta}", xlabel="inference step", ylabel="mean energy E_A")
     axes[0].legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "energy-descent")
-    return Result.judge(
+    # the judged fractions are per token and per step: stated against their bounds
+    axes[1].text(
+        0.02,
+        0.02,
+        f"eta = diag_gamma: (a) {ours['frac_tokens_final_below_initial']:.1%} of tokens end below "
+        f"their start (>= 99%)\n(b) position 1 rises in {ours['pos1_frac_steps_increasing']:.1%} "
+        "of steps (<= 5%)",
+        transform=axes[1].transAxes,
+        fontsize=7,
+    )
+    result = Result.judge(
         metrics={**ours, "train_steps": steps, "sequences": n_seq},
         baseline={"eta_free": stats["free"]},
         required={
@@ -94,8 +103,8 @@ def energy_descent(ctx: Context) -> Result:
             >= 0.99,
             "position 1 rises in <= 5% of steps": ours["pos1_frac_steps_increasing"] <= 0.05,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "energy-descent", result)
 
 
 def _listops_models(target: int, steps: int, context: int) -> dict:
@@ -170,8 +179,7 @@ def listops_parity(ctx: Context) -> Result:
     mark_threshold(ax, 100 * floor, "learned floor", color="tab:red")
     ax.set(ylabel="answer accuracy (%)", title=f"ListOps depth {depth}, {steps} steps")
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "listops-parity")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "nrgpt_ff1": summary["nrgpt_ff1"],
             "nrgpt_ff2w": summary["nrgpt_ff2w"],
@@ -195,8 +203,8 @@ def listops_parity(ctx: Context) -> Result:
             and gap_pp <= 10.0
             and in_range
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "listops-parity", result)
 
 
 def _lm_step_timing(ctx: Context, models: dict, ids, batch: int, context: int = 64) -> dict:
@@ -312,9 +320,13 @@ def prose_overfitting(ctx: Context) -> Result:
         ax.plot(r.steps, r.train_loss, color=colour, ls="--", label=f"{name} train")
         ax.plot(r.steps, r.val_loss, color=colour, label=f"{name} val")
     ax.set(xlabel="step", ylabel="cross-entropy (nats/char)")
+    ctx.mark_threshold(ax, gpt["best_val"]["mean"] + 0.05, "NRGPT best val <= GPT's + 0.05")
+    ax.set_title(
+        f"gap NRGPT {ours['final_gap']['mean']:.3f} <= 0.5 x GPT {gpt['final_gap']['mean']:.3f}",
+        fontsize=8,
+    )
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "prose-overfitting")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "nrgpt_ff2w": ours,
             "train_step": {
@@ -329,5 +341,5 @@ def prose_overfitting(ctx: Context) -> Result:
             "best val(NRGPT) <= best val(GPT) + 0.05": val_ok,
         },
         partial={"gap condition holds": gap_ok},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "prose-overfitting", result)

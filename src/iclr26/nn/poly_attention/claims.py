@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from iclr26.claims import Context, Result, claim  # noqa: E402
+from iclr26.claims import Context, Result, claim, slope_guide  # noqa: E402
 
 from .experiments import PolyadicClassifier, train_classifier  # noqa: E402
 from .functional import poly_attention  # noqa: E402
@@ -91,10 +91,11 @@ def function_composition_claim(ctx: Context) -> Result:
     for name, s in summary.items():
         ax.plot(range(1, epochs + 1), np.mean(s["curves"], axis=0), marker=".", label=name)
     ax.axhline(1 / 12, color="gray", ls=":", label="chance")
+    ctx.mark_threshold(ax, 0.95, "tree: final >= 0.95 (and reach it first)", color="tab:blue")
+    ctx.mark_threshold(ax, 0.40, "1-layer SA: final <= 0.40", color="tab:orange")
     ax.set(xlabel="epoch", ylabel="test accuracy", title="2-fold function composition, n = 25")
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "function-composition")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "tree": tree,
             "n_train": n_train,
@@ -114,8 +115,8 @@ def function_composition_claim(ctx: Context) -> Result:
             "acc(tree) >= 0.95": tree["acc_mean"] >= 0.95,
             "acc(1-layer SA) <= 0.40": sa1["acc_mean"] <= 0.40,
         },
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "function-composition", result)
 
 
 def _slope(ns, ts) -> float:
@@ -208,10 +209,13 @@ def exact_quadratic(ctx: Context) -> Result:
             ax.plot(rec["n"], rec[key], marker="o", label=f"{poly} ({rec[slope_key]:.2f})")
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel=ylabel)
         ax.set_title(f"forward, d = 32, batch 1 — {title}", fontsize=9)
-        ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "exact-quadratic-tree-attention")
     tree, t3 = series["tree:path:2"], series["tensor3"]
-    return Result.judge(
+    # the judged slopes (counted FLOPs): tree at most 2.3, tensor3 at least 2.7
+    slope_guide(axes[0], tree["n"], tree["flops"], 2.3, "tree slope <= 2.3")
+    slope_guide(axes[0], t3["n"], t3["flops"], 2.7, "tensor3 slope >= 2.7", linestyle=":")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "max_err_float64": errors["float64"],
             "max_err_float32": errors["float32"],
@@ -235,5 +239,5 @@ def exact_quadratic(ctx: Context) -> Result:
             "FLOPs slope(tree) <= 2.3": tree["slope_flops"] <= 2.3,
             "FLOPs slope(tensor3) >= 2.7": t3["slope_flops"] >= 2.7,
         },
-        figures=[str(path)],
     )
+    return ctx.save_judged(fig, SLUG, "exact-quadratic-tree-attention", result)

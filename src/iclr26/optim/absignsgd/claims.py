@@ -181,11 +181,13 @@ def runtime_per_step(ctx: Context) -> Result:
     ax.axhline(adamw_flops / 1e9, color="C3", ls="--", label="AdamW (full backward)")
     for r, c in (("uniform", "C1"), ("depth_biased", "C2")):
         ax.axhline(exp_flops[r] / 1e9, color=c, ls=":", label=f"expected, {r}")
+    # the expected depth-biased line (green) must lie below both thresholds
+    ctx.mark_threshold(ax, 0.92 * exp_flops["uniform"] / 1e9, "0.92 x uniform")
+    ctx.mark_threshold(ax, 0.75 * adamw_flops / 1e9, "0.75 x AdamW", linestyle="-.")
     ax.set(xlabel="active block (0 = next to the input)", ylabel="GFLOPs per step")
     ax.set_title("tiny Llama (6 blocks): matmul FLOPs of one training step", fontsize=9)
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "runtime-per-step")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "depth_biased_gflops": exp_flops["depth_biased"] / 1e9,
             "ratio_flops_depth_over_uniform": r_uni,
@@ -206,8 +208,8 @@ def runtime_per_step(ctx: Context) -> Result:
             "depth-biased FLOPs <= 0.92 x uniform": r_uni <= 0.92,
             "depth-biased FLOPs <= 0.75 x AdamW": r_adam <= 0.75,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "runtime-per-step", result)
 
 
 @claim(
@@ -268,10 +270,10 @@ def optimizer_memory(ctx: Context) -> Result:
     names = ["ABSignSGD", "AdamW", "Signum", "BlockAdam", "LoRA"]
     ax.bar(names, [report[m]["peak_bytes"] / 1e6 for m in methods], label="peak in step + state")
     ax.bar(names, [report[m]["state_bytes"] / 1e6 for m in methods], label="optimizer state")
+    ctx.mark_threshold(ax, min(others.values()) / 1e6, "ABSignSGD peak <= the others' lowest")
     ax.set(ylabel="MB beyond the weights (fp32)", title="measured memory of one fine-tuning step")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "optimizer-memory")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "absignsgd": report["absignsgd"],
             **{f"ratio_vs_{m}": ab / v for m, v in others.items()},
@@ -279,8 +281,8 @@ def optimizer_memory(ctx: Context) -> Result:
         },
         baseline={m: report[m] for m in others},
         required={f"ABSignSGD <= {m}": ab <= v for m, v in others.items()},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "optimizer-memory", result)
 
 
 @claim(
@@ -359,11 +361,12 @@ def equal_wallclock(ctx: Context) -> Result:
     labels = list(results)
     ax.bar(range(len(labels)), [results[k]["val_loss"] for k in labels])
     ax.axhline(start_loss, color="k", ls=":", lw=0.8, label="before fine-tuning")
+    ctx.mark_threshold(ax, min(best["blockadam"], best["lora"]) + 0.01,
+                       "ABSignSGD best <= min(BlockAdam, LoRA best) + 0.01", color="tab:red")  # fmt: skip
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
     ax.set(ylabel="val loss (docstrings)", title=f"{budget / 1e9:.0f} GFLOPs of fine-tuning each")
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "equal-wallclock")
-    return Result.judge(
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "absignsgd_val_loss": best["absignsgd"],
             "runs": results,
@@ -384,8 +387,8 @@ def equal_wallclock(ctx: Context) -> Result:
             "<= BlockAdam + 0.01": best["absignsgd"] <= best["blockadam"] + 0.01,
             "<= LoRA + 0.01": best["absignsgd"] <= best["lora"] + 0.01,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "equal-wallclock", result)
 
 
 def _fp32_averaging_run(base, lr, seed, train, agents):
@@ -463,12 +466,16 @@ def majority_vote_claim(ctx: Context) -> Result:
     fig, ax = plt.subplots(1, 2, figsize=(8, 3.4))
     ax[0].bar(["fp32 averaging", "MV (signs)"], [loss_avg, loss_mv])
     ax[0].axhline(start, color="k", ls=":", lw=0.8, label="start")
+    ctx.mark_threshold(ax[0], loss_avg + 0.05, "MV <= fp32 averaging + 0.05", color="tab:red")
+    ctx.mark_threshold(ax[0], start - 0.5 * drop_avg, "MV drop >= 0.5 x averaging's",
+                       color="tab:red", linestyle="-.")  # fmt: skip
     ax[0].set(ylabel="val loss", title=f"after {steps} steps, 4 agents")
     ax[0].legend(fontsize=8)
     ax[1].bar(["fp32 full grads", "fp32 block grads", "MV"], [full_bytes, avg_bytes, mv_bytes])
+    ctx.mark_threshold(ax[1], full_bytes / (16 * n_blocks), "MV <= full / (16 x blocks)")
+    ax[1].legend(fontsize=7)
     ax[1].set(yscale="log", ylabel="bytes exchanged", title=f"full / MV = {ratio_full:.0f}x")
-    path = ctx.save_figure(fig, SLUG, "majority-vote")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "mv_val_loss": loss_mv,
             "mv_loss_drop": drop_mv,
@@ -489,5 +496,5 @@ def majority_vote_claim(ctx: Context) -> Result:
             "MV loss drop >= 0.5 x fp32 averaging's": drop_mv >= 0.5 * drop_avg,
             "bytes ratio >= 16 x blocks": ratio_full >= 16 * n_blocks,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "majority-vote", result)

@@ -191,7 +191,10 @@ def passes_to_target(ctx: Context) -> Result:
     for r in adam:
         xs, ys = zip(*r["curve"]) if r["curve"] else ([], [])
         ax.plot(xs, ys, color="C2", ls="--", label="Adam (3 passes/step)")
-    ax.axhline(0.5, color="k", lw=0.8, ls=":")
+    ax.axhline(0.5, color="k", lw=0.8, ls=":", label="target loss 0.5")
+    if math.isfinite(passes["mezo"]):
+        ctx.mark_threshold(ax, 0.5 * passes["mezo"], "FZOO must reach the target by 0.5 x MeZO",
+                           axis="x", color="tab:red")  # fmt: skip
     ax.set(
         xlabel="forward passes",
         ylabel="full train loss",
@@ -201,9 +204,8 @@ def passes_to_target(ctx: Context) -> Result:
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles))
     ax.legend(uniq.values(), uniq.keys(), fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "passes-to-target")
 
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "fzoo_passes_to_target": passes["fzoo"],
             "fzoo_test_acc": acc["fzoo"],
@@ -230,8 +232,8 @@ def passes_to_target(ctx: Context) -> Result:
             "FZOO passes <= 0.5 x MeZO passes": math.isfinite(passes["fzoo"]) and ratio <= 0.5,
             "FZOO accuracy >= MeZO - 0.5 points": acc["fzoo"] >= acc["mezo"] - 0.005,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "passes-to-target", result)
 
 
 # ------------------------------------------------------------- MiniLM fine-tuning (C2)
@@ -393,9 +395,8 @@ def minilm_peft(ctx: Context) -> Result:
     mark_threshold(ax, target, "MeZO final loss (target)")
     ax.set(xlabel="forward passes", ylabel="train loss", title="MiniLM top, docstring topics")
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "minilm-peft")
     trainable = sum(p.numel() for p in base.parameters())
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "fzoo_passes_to_mezo_final": fz_passes,
             "ratio_over_mezo_budget": ratio,
@@ -419,8 +420,8 @@ def minilm_peft(ctx: Context) -> Result:
             "FZOO passes <= 0.5 x MeZO budget": ratio <= 0.5,
             "FZOO accuracy >= MeZO - 0.5 points": fz["test_acc"] >= mz["test_acc"] - 0.005,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "minilm-peft", result)
 
 
 # --------------------------------------------------------- normalized-SGD identity (C3)
@@ -521,6 +522,7 @@ def normalized_sgd(ctx: Context) -> Result:
             label=f"Gaussian, loss x{scale:g}",
         )
     ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhspan(0.7, 1.3, color="tab:blue", alpha=0.12, label="Rademacher, N >= 8: in [0.7, 1.3]")
     ax.set(
         xscale="log",
         xlabel="N perturbations",
@@ -528,12 +530,11 @@ def normalized_sgd(ctx: Context) -> Result:
         title="FZOO step norm is gradient-scale free",
     )
     ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, "normalized-sgd")
     in_band = all(0.7 <= v <= 1.3 for k, v in ratios.items() if int(k.split(",")[0][2:]) >= 8)
     scale_free = all(
         abs(ratios[f"N={n},scale=100"] / ratios[f"N={n},scale=1"] - 1) <= 0.01 for n in ns
     )
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "norm_ratio_rademacher": ratios,
             "batched_vs_sequential_max_diff": max_diff,
@@ -547,5 +548,5 @@ def normalized_sgd(ctx: Context) -> Result:
             "step norm independent of the loss scale (1%)": scale_free,
             "batched == sequential (1e-5)": max_diff <= 1e-5,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "normalized-sgd", result)

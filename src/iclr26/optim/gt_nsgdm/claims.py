@@ -79,15 +79,18 @@ def _over_seeds(names, W, noise, steps, seeds, **extra):
     return out
 
 
-def _plot(ctx, name, results, title):
+def _plot(ctx, name, results, title, result: Result, thresholds) -> Result:
+    """Gradient-norm curves with the criterion's ``thresholds`` ``[(value, label)]`` (bounds on
+    the judged median of the tail means), titled with the verdict of ``result``."""
     fig, ax = plt.subplots(figsize=(6, 4))
     for method, r in results.items():
         xs = np.arange(len(r["curve"])) * r["every"]
         ax.plot(xs, r["curve"], label=f"{method} (median {r['median']:.3g})")
+    for k, (value, label) in enumerate(thresholds):
+        ctx.mark_threshold(ax, value, label, linestyle=("--", "-.", ":")[k % 3])
     ax.set(yscale="log", xlabel="iteration", ylabel="||grad f(mean x)||", title=title)
-    ax.legend(fontsize=8)
-    path = ctx.save_figure(fig, SLUG, name)
-    return path
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, name, result)
 
 
 def _summary(results):
@@ -112,8 +115,7 @@ def need_for_tracking(ctx: Context) -> Result:
     seeds = [ctx.seed + i for i in range(ctx.pick(smoke=1, quick=3))]
     res = _over_seeds(["gt_nsgdm", "d_nsgdm", "dsgd"], graphs.ring(8), 0.1, steps, seeds)
     g, dn, ds = (res[m]["median"] for m in ("gt_nsgdm", "d_nsgdm", "dsgd"))
-    path = _plot(ctx, "need-for-tracking", res, "noise 0.1, ring(8)")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "gt_nsgdm": g,
             "ratio_vs_d_nsgdm": g / dn,
@@ -127,8 +129,10 @@ def need_for_tracking(ctx: Context) -> Result:
             "GT-NSGDm <= 0.5 x D-NSGDm": g <= 0.5 * dn,
             "GT-NSGDm <= 0.8 x DSGD": g <= 0.8 * ds,
         },
-        figures=[path],
     )
+    return _plot(ctx, "need-for-tracking", res, "noise 0.1, ring(8)", result,
+                 [(0.5 * dn, "GT-NSGDm median <= 0.5 x D-NSGDm's"),
+                  (0.8 * ds, "GT-NSGDm median <= 0.8 x DSGD's")])  # fmt: skip
 
 
 @claim(
@@ -152,8 +156,7 @@ def heavy_tail_robustness(ctx: Context) -> Result:
         dsgd_clip={"tau": 1.0},
     )
     g, ds, gt = (res[m]["median"] for m in ("gt_nsgdm", "dsgd", "gt_dsgd"))
-    path = _plot(ctx, "heavy-tail-robustness", res, "Student-t(1.5) noise x5, ring(8)")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "gt_nsgdm": g,
             "ratio_vs_dsgd": g / ds,
@@ -166,8 +169,10 @@ def heavy_tail_robustness(ctx: Context) -> Result:
             "GT-NSGDm <= 0.6 x DSGD": g <= 0.6 * ds,
             "GT-NSGDm <= 0.6 x GT-DSGD": g <= 0.6 * gt,
         },
-        figures=[path],
     )
+    return _plot(ctx, "heavy-tail-robustness", res, "Student-t(1.5) noise x5, ring(8)", result,
+                 [(0.6 * ds, "GT-NSGDm median <= 0.6 x DSGD's"),
+                  (0.6 * gt, "GT-NSGDm median <= 0.6 x GT-DSGD's")])  # fmt: skip
 
 
 @claim(
@@ -186,13 +191,7 @@ def topology(ctx: Context) -> Result:
     comp = _over_seeds(["gt_nsgdm"], graphs.complete(8), 5.0, steps, seeds)["gt_nsgdm"]
     expo = _over_seeds(["gt_nsgdm"], graphs.exponential(8), 5.0, steps, seeds)["gt_nsgdm"]
     ratio = ring["median"] / comp["median"]
-    path = _plot(
-        ctx,
-        "topology",
-        {"ring": ring, "exponential": expo, "complete": comp},
-        "GT-NSGDm across topologies",
-    )
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "ring": ring["median"],
             "ratio_ring_over_complete": ratio,
@@ -202,7 +201,14 @@ def topology(ctx: Context) -> Result:
         },
         baseline={"complete": comp["median"]},
         required={"ring / complete <= 1.5": ratio <= 1.5},
-        figures=[path],
+    )
+    return _plot(
+        ctx,
+        "topology",
+        {"ring": ring, "exponential": expo, "complete": comp},
+        "GT-NSGDm across topologies",
+        result,
+        [(1.5 * comp["median"], "ring median <= 1.5 x complete's")],
     )
 
 
@@ -312,9 +318,10 @@ def decentralized_lm(ctx: Context) -> Result:
         ylabel="val loss (averaged model)",
         title="8-node ring, byte-level LM on stdlib shards",
     )
+    ctx.mark_threshold(ax, min(best["dsgd"], best["gt_dsgd"]),
+                       "GT-NSGDm best <= min(DSGD, GT-DSGD) best")  # fmt: skip
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "decentralized-lm")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "gt_nsgdm_val_loss": best["gt_nsgdm"],
             "runs": results,
@@ -325,5 +332,5 @@ def decentralized_lm(ctx: Context) -> Result:
         required={
             "GT-NSGDm <= min(DSGD, GT-DSGD)": best["gt_nsgdm"] <= min(best["dsgd"], best["gt_dsgd"])
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "decentralized-lm", result)

@@ -129,8 +129,11 @@ def _summary(res: dict) -> dict:
     }
 
 
-def _bar_figure(ctx: Context, res: dict, name: str, key: str, ylabel: str) -> str:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+def _bar_figure(ctx: Context, res: dict, name: str, key: str, ylabel: str, result: Result,
+                marks) -> Result:  # fmt: skip
+    """Per-env bars (mean, seeds as dots) with the criterion drawn by ``marks(ax, env)``,
+    titled with the verdict of ``result`` and attached to it."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, (env, r) in zip(axes, res.items()):
         labels = list(r[key])
         for i, label in enumerate(labels):
@@ -139,10 +142,11 @@ def _bar_figure(ctx: Context, res: dict, name: str, key: str, ylabel: str) -> st
             ax.plot(np.full(vals.size, i), vals, "k.", ms=4)
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
-        ax.set_title(f"{env} ({r['episodes']} episodes, q={Q_LEVEL})")
+        ax.set_title(f"{env} ({r['episodes']} episodes, q={Q_LEVEL})", fontsize=9)
         ax.set_ylabel(ylabel)
-    path = ctx.save_figure(fig, SLUG, name, dpi=100)
-    return str(path)
+        marks(ax, env)
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, name, result)
 
 
 @claim(
@@ -161,8 +165,7 @@ def cvar_after_fixed_budget(ctx: Context) -> Result:
     summ = _summary(res)
     mean = {env: s["score_mean"] for env, s in summ.items()}
     diffs = {env: m["predictive"] - m["augmented_baseline"] for env, m in mean.items()}
-    path = _bar_figure(ctx, res, "cvar-after-fixed-budget", "score", "normalised CVaR score S")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "score_predictive": {e: m["predictive"] for e, m in mean.items()},
             "score_difference_vs_baseline": diffs,
@@ -177,10 +180,18 @@ def cvar_after_fixed_budget(ctx: Context) -> Result:
                 max(diffs.values()) >= 0.15 and min(diffs.values()) >= 0.0
             ),
         },
-        figures=[path],
         note="ablations (relabel off, budget exploration off, augmented with relabel) in "
         "metrics; F/H definitions are a reconstruction",
     )
+
+    def marks(ax, env):
+        base = mean[env]["augmented_baseline"]
+        ctx.mark_threshold(ax, 0.8, "predictive >= 0.8")
+        ctx.mark_threshold(ax, base + 0.15, "augmented + 0.15 (in one env)", color="tab:red")
+        ctx.mark_threshold(ax, base, "augmented + 0 (in the other)", color="tab:red", linestyle=":")
+
+    return _bar_figure(ctx, res, "cvar-after-fixed-budget", "score", "normalised CVaR score S",
+                       result, marks)  # fmt: skip
 
 
 @claim(
@@ -196,8 +207,7 @@ def stable_learning(ctx: Context) -> Result:
     res = _run(ctx)
     summ = _summary(res)
     sd = {env: s["cvar_sd"] for env, s in summ.items()}
-    path = _bar_figure(ctx, res, "stable-learning", "cvar", "final CVaR (exact)")
-    return Result.judge(
+    result = Result.judge(
         metrics={"cvar_sd": sd, "per_env": summ},
         baseline={e: {"augmented_baseline_sd": s["augmented_baseline"]} for e, s in sd.items()},
         required={
@@ -205,8 +215,18 @@ def stable_learning(ctx: Context) -> Result:
             <= s["augmented_baseline"] + 1e-12
             for e, s in sd.items()
         },
-        figures=[path],
     )
+
+    def marks(ax, env):
+        # predictive's seeds must spread no more than the augmented baseline's
+        centre = float(np.mean(res[env]["cvar"]["predictive"]))
+        half = sd[env]["augmented_baseline"]
+        ax.axhspan(centre - half, centre + half, color="tab:blue", alpha=0.15,
+                   label=f"predictive mean +/- sd(augmented) = {half:.3g}")  # fmt: skip
+        ax.text(0.02, 0.97, f"sd(predictive) {sd[env]['predictive']:.3g} must be <= {half:.3g}",
+                transform=ax.transAxes, fontsize=7, va="top")  # fmt: skip
+
+    return _bar_figure(ctx, res, "stable-learning", "cvar", "final CVaR (exact)", result, marks)
 
 
 @claim(
@@ -230,9 +250,10 @@ def blindness_to_success(ctx: Context) -> Result:
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("fraction of seeds choosing the cautious subtree")
-    path = ctx.save_figure(fig, SLUG, "blindness-to-success", dpi=100)
+    ctx.mark_threshold(ax, on, "budget exploration on (off must be higher)")
+    ax.legend(fontsize=7)
     grid = _summary(res)["grid"]["score_mean"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "cautious_fraction": cautious,
             "grid_score_budget_exploration_on": grid["predictive"],
@@ -240,5 +261,5 @@ def blindness_to_success(ctx: Context) -> Result:
         },
         baseline={"budget_exploration_off": off},
         required={"cautious fraction higher with budget exploration off": off > on},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "blindness-to-success", result)

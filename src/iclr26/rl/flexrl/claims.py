@@ -210,8 +210,7 @@ def load_balance(ctx: Context) -> Result:
     ax.set_xticks(x, stages)
     ax.set_ylabel("max / mean worker busy time")
     ax.legend(fontsize=7)
-    fig_path = ctx.save_figure(fig, SLUG, "load-balance")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "flexrl_infer_imbalance": fi,
             "flexrl_predicted_imbalance": flex["predicted_imbalance"],
@@ -236,8 +235,8 @@ def load_balance(ctx: Context) -> Result:
         partial={
             "not applicable, FlexRL inference imbalance <= 1.2": (not applicable) and fi <= 1.2
         },  # fmt: skip
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, SLUG, "load-balance", result)
 
 
 # ---------------------------------------------------------------- C2
@@ -280,6 +279,9 @@ def throughput(ctx: Context) -> Result:
         a1.bar(names, vals, bottom=bottoms, label=stage)
         bottoms += vals
     a1.set_ylabel("seconds per step (wall)")
+    a1.set_title(
+        f"speed-up wall {wall_ratio:.2f}, critical path {crit_ratio:.2f} (each >= 1.3)", fontsize=8
+    )
     a1.legend(fontsize=7)
     if table:
         ws = sorted(int(w) for w in table)
@@ -293,8 +295,7 @@ def throughput(ctx: Context) -> Result:
         a2.legend(fontsize=7)
     else:
         a2.axis("off")
-    fig_path = ctx.save_figure(fig, SLUG, "throughput")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "flexrl_samples_per_s": flex["samples_per_s"],
             "speedup_wall": wall_ratio,
@@ -321,9 +322,9 @@ def throughput(ctx: Context) -> Result:
             "wall-clock speed-up >= 1.3": wall_ratio >= 1.3,
             "critical-path speed-up >= 1.3": crit_ratio >= 1.3,
         },  # fmt: skip
-        figures=[fig_path],
         note="2 CPU workers on a shared machine: the small-scale analogue, not 128 GPUs",
     )
+    return ctx.save_judged(fig, SLUG, "throughput", result)
 
 
 # ---------------------------------------------------------------- C3
@@ -354,8 +355,7 @@ def controller_bytes(ctx: Context) -> Result:
     ctx.mark_threshold(ax, 0.05 * bb, "0.05 x baseline")
     ax.set_ylabel("driver bytes per step")
     ax.legend(fontsize=7)
-    fig_path = ctx.save_figure(fig, SLUG, "controller-bytes")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "flexrl_driver_bytes_per_step": fb,
             "flexrl_driver_data_bytes_per_step": flex["driver_data_bytes_per_step"],
@@ -370,5 +370,5 @@ def controller_bytes(ctx: Context) -> Result:
             }
         },
         required={"FlexRL driver bytes <= 0.05 x baseline": ratio <= 0.05},
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, SLUG, "controller-bytes", result)

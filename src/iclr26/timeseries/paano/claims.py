@@ -42,6 +42,8 @@ def _baseline_kwargs(ctx: Context) -> dict:
 
 
 # ---------------------------------------------------------------------------- C1
+
+
 @claim(
     paper=SLUG,
     name="beats-baselines",
@@ -118,7 +120,13 @@ def beats_baselines(ctx: Context) -> Result:
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
         ax.set_ylabel("VUS-PR")
         ax.set_title(f"{suite_name} ({len(per[names[0]]['VUS-PR'])} series)")
-    path = ctx.save_figure(fig, SLUG, "beats-baselines")
+    ctx.mark_threshold(axes[0], uni_pr[best_base] + 0.03, f"PaAno needs {best_base} + 0.03")
+    axes[0].legend(fontsize=7)
+    axes[1].set_title(
+        f"multivariate ({len(results['multivariate'][names[0]]['VUS-PR'])} series); PaAno mean "
+        f"rank {ranks['paano']:.2f} must be the lowest",
+        fontsize=8,
+    )
     metrics = {
         "paano_univariate": summary["univariate"]["paano"],
         "paano_multivariate": summary["multivariate"]["paano"],
@@ -133,7 +141,7 @@ def beats_baselines(ctx: Context) -> Result:
     }
     baseline = {s: {n: summary[s][n] for n in names if n != "paano"} for s in summary}
     metrics["claim_cpu_s"] = time.process_time() - cpu_start
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -141,8 +149,8 @@ def beats_baselines(ctx: Context) -> Result:
             "multivariate: PaAno best mean VUS-PR rank": multi_best,
         },
         partial={"PaAno best on at least one suite": uni_best or multi_best},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "beats-baselines", result)
 
 
 # ---------------------------------------------------------------------------- C2
@@ -280,8 +288,7 @@ def lightweight(ctx: Context) -> Result:
     ax.set_ylabel(f"CPU seconds, one thread ({length} points)")
     ax.set_title(f"PaAno encoder: {n_encoder / 1e6:.3f} M params ({n_all / 1e6:.3f} M with heads)")
     ax.legend(fontsize=7)
-    path = ctx.save_figure(fig, SLUG, "lightweight")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "claim_cpu_s": time.process_time() - cpu_start,
             "encoder_parameters": n_encoder,
@@ -299,9 +306,9 @@ def lightweight(ctx: Context) -> Result:
             "paper-config encoder parameters in [0.25 M, 0.35 M]": 0.25e6 <= n_encoder <= 0.35e6,
             "fit + score of 10k points <= 600 s CPU on one core": total_cpu <= 600,
         },
-        figures=[path],
         note="CPU time of one thread (load-robust); the paper's 6.9 s is most likely GPU time",
     )
+    return ctx.save_judged(fig, SLUG, "lightweight", result)
 
 
 # ---------------------------------------------------------------------------- C3 / C4
@@ -374,9 +381,19 @@ def loss_ablation(ctx: Context) -> Result:
         ax.scatter(np.full(len(scores[v]), i), scores[v], s=12, c="k")
     ax.set_xticks(range(len(mean)), list(mean))
     ax.set_ylabel("VUS-PR")
+    # default >= triplet-only >= pretext-only, and default >= random encoder + 0.05
+    names_ab = list(mean)
+    for k, (who, value, label) in enumerate((
+        ("default", max(mean["triplet_only"], mean["random_encoder"] + 0.05),
+         "default needs >= triplet-only and random + 0.05"),
+        ("triplet_only", mean["pretext_only"], "triplet-only needs >= pretext-only"),
+    )):  # fmt: skip
+        i = names_ab.index(who)
+        ax.hlines(value, i - 0.4, i + 0.4, colors=("black", "tab:red")[k], linestyles="--",
+                  linewidth=1.5, label=label)  # fmt: skip
+    ax.legend(fontsize=7)
     ax.set_title("PaAno loss ablation")
-    path = ctx.save_figure(fig, SLUG, "loss-ablation")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "claim_cpu_s": time.process_time() - cpu_start,
             "mean_vus_pr": mean,
@@ -390,8 +407,8 @@ def loss_ablation(ctx: Context) -> Result:
             "triplet-only >= pretext-only": mean["triplet_only"] >= mean["pretext_only"],
             "default - random >= 0.05": mean["default"] - mean["random_encoder"] >= 0.05,
         },
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "loss-ablation", result)
 
 
 @claim(
@@ -433,9 +450,9 @@ def memory_compression(ctx: Context) -> Result:
     ax.bar(x + 0.2, compressed, 0.4, label="10% coreset")
     ax.set_xticks(x, [s.name for s in series_list], rotation=30, ha="right")
     ax.set_ylabel("VUS-PR")
-    ax.legend()
-    path = ctx.save_figure(fig, SLUG, "memory-compression")
-    return Result.judge(
+    ax.set_title(f"mean gap full - 10% = {gap:+.3f} (|gap| <= 0.02)", fontsize=9)
+    ax.legend(fontsize=7)
+    result = Result.judge(
         metrics={
             "claim_cpu_s": time.process_time() - cpu_start,
             "vus_pr_10pct": float(np.mean(compressed)),
@@ -445,5 +462,5 @@ def memory_compression(ctx: Context) -> Result:
         },
         baseline={"vus_pr_full_bank": float(np.mean(full)), "per_series_full": full},
         required={"|full - 10%| <= 0.02": abs(gap) <= 0.02},
-        figures=[path],
     )
+    return ctx.save_judged(fig, SLUG, "memory-compression", result)

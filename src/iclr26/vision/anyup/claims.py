@@ -44,21 +44,39 @@ def _features(extract, images: torch.Tensor, batch: int = 64) -> torch.Tensor:
         return torch.cat([extract(images[i : i + batch]) for i in range(0, len(images), batch)])
 
 
-def _figure(ctx: Context, table: dict[str, dict[str, float]], name: str):
+def _figure(ctx: Context, table: dict[str, dict[str, float]], name: str, result: Result,
+            fidelity: dict[str, float]) -> Result:  # fmt: skip
+    """Probe mIoU per backbone and method, with AnyUp_A's thresholds (bilinear + GAIN on B and
+    C, AnyUp_B - GAP on B) over its bars; titled with the verdict of ``result``."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
     methods = sorted({m for row in table.values() for m in row})
     width = 0.8 / len(methods)
     for i, m in enumerate(methods):
         xs = [j + i * width for j, k in enumerate(table) if m in table[k]]
         ys = [table[k][m] for k in table if m in table[k]]
         ax.bar(xs, ys, width, label=m)
+    i = methods.index("anyup_A")
+    for j, k in enumerate(table):
+        x0, x1 = j + i * width - width / 2, j + i * width + width / 2
+        if k in ("B", "C"):
+            ax.hlines(table[k]["bilinear"] + GAIN, x0, x1, colors="black", linestyles="--",
+                      linewidth=1.4, label=f"AnyUp_A needs bilinear + {GAIN}" if k == "B" else None)  # fmt: skip
+        if k == "B" and "anyup_B" in table[k]:
+            ax.hlines(table[k]["anyup_B"] - GAP, x0, x1, colors="tab:red", linestyles=":",
+                      linewidth=1.6, label=f"AnyUp_A needs AnyUp_B - {GAP}")  # fmt: skip
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(table))])
     ax.set_xticklabels([f"backbone {k}" for k in table])
     ax.set_ylabel("probe mIoU (%)")
+    ax.set_title(
+        "fidelity cos(AreaDown(F), P): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in fidelity.items())
+        + f" (each >= {FIDELITY})",
+        fontsize=8,
+    )
     ax.legend(fontsize=7, ncol=2)
-    return ctx.save_figure(fig, PAPER, name)
+    return ctx.save_judged(fig, PAPER, name, result)
 
 
 @claim(
@@ -142,10 +160,9 @@ def unseen_backbones(ctx: Context) -> Result:
     for k in ("A", "B", "C"):
         required[f"{k}: fidelity >= {FIDELITY}"] = fidelity[k] >= FIDELITY
     partial = {f"AnyUp_A >= bilinear + {GAIN} on B or on C": gain["B"] >= GAIN or gain["C"] >= GAIN}
-    fig = _figure(ctx, miou, "unseen-backbones")
     hist = {"anyup_A": anyup_a.history_, "anyup_B": anyup_b.history_,
             "specific_B": specific_b.history_}  # fmt: skip
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "miou": miou,
             "pixel_acc": acc,
@@ -173,8 +190,8 @@ def unseen_backbones(ctx: Context) -> Result:
         },
         required=required,
         partial=partial,
-        figures=[fig],
     )
+    return _figure(ctx, miou, "unseen-backbones", result, fidelity)
 
 
 def _forward_flops(fn) -> float:

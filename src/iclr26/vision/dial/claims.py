@@ -96,19 +96,35 @@ def _setup(scale: str, seed: int, device: str) -> dict:
     }
 
 
-def _figure(ctx: Context, table: dict[str, dict]):
+def _figure(ctx: Context, table: dict[str, dict], result: Result) -> Result:
+    """Average and worst-group accuracy per method, with the criterion's lines over the bars
+    they judge; titled with the verdict of ``result`` and attached to it."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(10, 3.8))
     names = list(table)
     x = np.arange(len(names))
     ax.bar(x - 0.2, [table[n]["avg"] for n in names], 0.4, label="average")
     ax.bar(x + 0.2, [table[n]["wga"] for n in names], 0.4, label="worst group")
+    zs = table["ZeroShot"]
+    lines = [  # (method, bar: -1 average / +1 worst group, needed value, label)
+        ("ZeroShot", 1, zs["avg"] - 10, "precondition: ZeroShot WGA <= its avg - 10"),
+        ("DIAL", 1, max(zs["wga"] + 10, table["OrthProj"]["wga"] - 2),
+         "DIAL WGA >= ZeroShot + 10 and >= OrthProj - 2"),
+        ("DIAL", -1, zs["avg"] - 2, "DIAL avg >= ZeroShot avg - 2"),
+        ("DIAL+", 1, max(zs["wga"] + 5, table["PCARemoval"]["wga"]),
+         "DIAL+ WGA >= ZeroShot + 5 and >= PCARemoval"),
+    ]  # fmt: skip
+    for k, (method, side, value, label) in enumerate(lines):
+        i = names.index(method)
+        lo = i if side > 0 else i - 0.4
+        ax.hlines(value, lo, lo + 0.4, colors=("black", "tab:red", "tab:purple", "tab:brown")[k],
+                  linestyles="--", linewidth=1.5, label=label)  # fmt: skip
     ax.set_xticks(x)
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("accuracy (%)")
-    ax.legend(fontsize=8)
-    return ctx.save_figure(fig, PAPER, "worst-group-accuracy")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ctx.save_judged(fig, PAPER, "worst-group-accuracy", result)
 
 
 @claim(
@@ -178,15 +194,13 @@ def worst_group_accuracy(ctx: Context) -> Result:
         "config": cfg,
     }
     baseline = {name: table[name] for name in table if name not in ("DIAL", "DIAL+")}
-    fig = _figure(ctx, table)
     precondition = zs["wga"] <= zs["avg"] - 10
     if not precondition:
         result = Result.judge(metrics=metrics, baseline=baseline,
-                              required={"precondition: WGA(ZeroShot) <= avg(ZeroShot) - 10": False},
-                              figures=[fig])  # fmt: skip
+                              required={"precondition: WGA(ZeroShot) <= avg(ZeroShot) - 10": False})  # fmt: skip
         result.verdict = Verdict.INCONCLUSIVE
         result.reason = "invalid setup: the planted bias is absent, no claim verdict"
-        return result
+        return _figure(ctx, table, result)
     required = {
         "WGA(DIAL) >= WGA(ZeroShot) + 10": dial["wga"] >= zs["wga"] + 10,
         "avg(DIAL) >= avg(ZeroShot) - 2": dial["avg"] >= zs["avg"] - 2,
@@ -198,8 +212,8 @@ def worst_group_accuracy(ctx: Context) -> Result:
         "WGA(DIAL) gain >= 5": dial["wga"] - zs["wga"] >= 5,
         "avg(DIAL) drop <= 5": dial["avg"] >= zs["avg"] - 5,
     }
-    return Result.judge(metrics=metrics, baseline=baseline, required=required, partial=partial,
-                        figures=[fig])  # fmt: skip
+    result = Result.judge(metrics=metrics, baseline=baseline, required=required, partial=partial)
+    return _figure(ctx, table, result)
 
 
 def _flops(fn) -> float:

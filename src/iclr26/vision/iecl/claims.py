@@ -51,10 +51,13 @@ def _raw_pixel_probe(data, n: int) -> float:
     )
 
 
-def _curves_figure(ctx: Context, histories: dict[str, dict], name: str):
+def _curves_figure(ctx: Context, histories: dict[str, dict], name: str, result: Result,
+                   acc: dict[str, list[float]]) -> Result:  # fmt: skip
+    """Training curves, the ΔĤ threshold over the judged second half, and the per-seed probe
+    accuracies with the gain threshold; titled with the verdict of ``result``."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
     for label, hist in histories.items():
         axes[0].plot(hist["step"], hist["loss"], label=label)
         if "iecl" in label:
@@ -64,7 +67,22 @@ def _curves_figure(ctx: Context, histories: dict[str, dict], name: str):
         ax.set_title(title)
         ax.set_xlabel("step")
     axes[0].legend(fontsize=7)
-    return ctx.save_figure(fig, PAPER, name)
+    steps = histories["iecl"]["step"]
+    if len(steps):
+        axes[1].axvspan(steps[len(steps) // 2], steps[-1], color="grey", alpha=0.15,
+                        label="judged: mean over 2nd half")  # fmt: skip
+    ctx.mark_threshold(axes[1], DELTA_H_MIN, f"mean >= {DELTA_H_MIN} nats")
+    axes[1].legend(fontsize=7)
+    seeds = np.arange(len(acc["iecl"]))
+    axes[3].plot(seeds, acc["simclr"], "s", color="tab:gray", label="SimCLR")
+    axes[3].plot(seeds, acc["iecl"], "o", color="tab:red", label="IE-CL")
+    ctx.mark_threshold(axes[3], float(np.mean(acc["simclr"])) + 1.0,
+                       "IE-CL mean needs SimCLR mean + 1.0")  # fmt: skip
+    axes[3].set(title="probe accuracy (each seed: IE-CL >= SimCLR)", xlabel="seed",
+                ylabel="accuracy (points)", xticks=seeds)  # fmt: skip
+    axes[3].title.set_fontsize(8)
+    axes[3].legend(fontsize=7)
+    return ctx.save_judged(fig, PAPER, name, result)
 
 
 def _gain_verdict(gains: list[float], threshold: float = 1.0):
@@ -130,7 +148,6 @@ def small_batch_gain(ctx: Context) -> Result:
     mean_gain, required, partial = _gain_verdict(gains)
     mean_dh = float(np.mean(delta_h_late))
     required[f"mean ΔĤ (2nd half) >= {DELTA_H_MIN} nats"] = mean_dh >= DELTA_H_MIN
-    fig = _curves_figure(ctx, histories, "small-batch-gain")
     step_ratio = timing["iecl"]["cpu_s"] / timing["simclr"]["cpu_s"]
     flop_ratio = timing["iecl"]["count_flops_per_step"] / timing["simclr"]["count_flops_per_step"]
     note = ""
@@ -140,7 +157,7 @@ def small_batch_gain(ctx: Context) -> Result:
         note = (
             note + "; " if note else ""
         ) + "ΔĤ stays about 0: the transform is not generating entropy"
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "iecl_acc": acc["iecl"],
             "iecl_acc_mean": float(np.mean(acc["iecl"])),
@@ -167,9 +184,9 @@ def small_batch_gain(ctx: Context) -> Result:
         },
         required=required,
         partial=partial,
-        figures=[fig],
         note=note,
     )
+    return _curves_figure(ctx, histories, "small-batch-gain", result, acc)
 
 
 @claim(

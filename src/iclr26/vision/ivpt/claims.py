@@ -56,13 +56,18 @@ def _methods(vit, n_parts: int) -> dict:
     }
 
 
-def _figure(ctx: Context, X, parts, part_ids: dict, name: str):
+def _figure(ctx: Context, X, parts, part_ids: dict, name: str, result: Result, mean: dict):
+    """Predicted parts beside the judged means (NMI, accuracy) with IVPT's thresholds; titled
+    with the verdict of ``result`` and attached to it."""
     import matplotlib.pyplot as plt
 
     cols = ["image", "ground truth", *part_ids]
     n_show = min(4, len(X))
-    fig, axes = plt.subplots(n_show, len(cols), figsize=(1.6 * len(cols), 1.6 * n_show))
-    axes = np.atleast_2d(axes)
+    fig = plt.figure(figsize=(1.6 * len(cols) + 4.5, max(1.6 * n_show, 3.2)))
+    grid = fig.add_gridspec(n_show, len(cols) + 3)
+    axes = np.array(
+        [[fig.add_subplot(grid[r, c]) for c in range(len(cols))] for r in range(n_show)]
+    )
     for r in range(n_show):
         axes[r, 0].imshow(np.transpose(X[r], (1, 2, 0)))
         axes[r, 1].imshow(parts[r], cmap="tab10", vmin=0, vmax=9, interpolation="nearest")
@@ -74,8 +79,23 @@ def _figure(ctx: Context, X, parts, part_ids: dict, name: str):
             axes[r, c].set_yticks([])
             if r == 0:
                 axes[r, c].set_title(title, fontsize=8)
-    fig.suptitle("predicted parts on the object (colours are arbitrary per method)", fontsize=8)
-    return ctx.save_figure(fig, PAPER, name)
+    bars = fig.add_subplot(grid[:, len(cols) + 1 :])
+    methods = [m for m in ("ivpt", "vpt_deep", "part_prototype") if m in mean]
+    x = np.arange(2)
+    for i, m in enumerate(methods):
+        bars.bar(x + (i - 1) * 0.27, [mean[m]["nmi"], mean[m]["accuracy"]], 0.27, label=m)
+    vpt, pp = mean["vpt_deep"], mean["part_prototype"]
+    needed = (max(vpt["nmi"] + 5.0, pp["nmi"] - 2.0), max(vpt["accuracy"] - 1.0, pp["accuracy"]))
+    bars.hlines(needed, x - 0.4, x - 0.13, colors="black", linestyles="--", linewidth=1.4,
+                label="IVPT needs: NMI >= VPT + 5 and PartProto - 2;\nacc >= VPT - 1 and PartProto")  # fmt: skip
+    bars.set_xticks(x, ["NMI x100", "accuracy (%)"])
+    bars.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    fig.suptitle(
+        f"{PAPER} · {name}\nverdict: {result.verdict.value} ({ctx.scale.value} scale); predicted "
+        "parts on the object (colours are arbitrary per method)",
+        fontsize=8,
+    )
+    return ctx.save_judged(fig, PAPER, name, result)
 
 
 @claim(
@@ -165,8 +185,7 @@ def _parts_and_accuracy(ctx: Context) -> Result:
         "NMI(IVPT) >= NMI(VPT-deep) + 5.0": nmi_gain >= 5.0,
         "acc(IVPT) >= acc(VPT-deep) - 3.0": acc_gap_vpt >= -3.0,
     }
-    fig = _figure(ctx, fig_data[0], fig_data[1], figure_ids, "parts-and-accuracy")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **iv,
             "nmi_gain_over_vpt": nmi_gain,
@@ -181,8 +200,8 @@ def _parts_and_accuracy(ctx: Context) -> Result:
         baseline={m: {**mean[m], "per_seed": runs[m]} for m in runs if m != "ivpt"},
         required=required,
         partial=partial,
-        figures=[fig],
     )
+    return _figure(ctx, fig_data[0], fig_data[1], figure_ids, "parts-and-accuracy", result, mean)
 
 
 def _linear_probe(vit, Xtr, ytr, Xte, yte) -> float:

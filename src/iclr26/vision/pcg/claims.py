@@ -28,16 +28,25 @@ def _pick(row: dict, keys=HEAD + ("lam", "adversarial_collapse", "drift", "path_
     return {k: row[k] for k in keys if k in row}
 
 
-def _bars(ctx: Context, rows: dict, keys: tuple[str, ...], name: str):
+def _bars(ctx: Context, rows: dict, keys: tuple[str, ...], name: str, result: Result,
+          lines: dict) -> Result:  # fmt: skip
+    """One bar panel per metric; ``lines[key]`` lists the criterion's ``(method, value,
+    label)`` drawn over that method's bar; titled with the verdict of ``result``."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.0))
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.4))
     names = list(rows)
     for ax, key in zip(np.atleast_1d(axes), keys):
         ax.bar(range(len(names)), [rows[n][key] for n in names], color="C0")
+        for k, (method, value, label) in enumerate(lines.get(key, ())):
+            i = names.index(method)
+            ax.hlines(value, i - 0.45, i + 0.45, colors=("black", "tab:red")[k % 2],
+                      linestyles="--", linewidth=1.5, label=label)  # fmt: skip
+        if lines.get(key):
+            ax.legend(fontsize=6)
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
         ax.set_title(key, fontsize=9)
-    return ctx.save_figure(fig, PAPER, name)
+    return ctx.save_judged(fig, PAPER, name, result)
 
 
 def _timings(ctx: Context, bench: dict) -> dict:
@@ -112,7 +121,6 @@ def semantic_validity(ctx: Context) -> Result:
     partial = {
         "oracle(PCG) > oracle(LatentWachter)": pcg["oracle_validity"] > lw["oracle_validity"]
     }
-    fig = _bars(ctx, rows, ("f_validity", "oracle_validity", "fd"), "semantic-validity")
     metrics = dict(
         _pick(pcg),
         selection_validity=pcg["selection_validity"],
@@ -122,7 +130,7 @@ def semantic_validity(ctx: Context) -> Result:
         targets=bench["targets"],
         n_queries=len(bench["queries"][1]),
     )
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={
             k: _pick(v) | {"passes_per_cf": v["passes_per_cf"]}
@@ -131,8 +139,17 @@ def semantic_validity(ctx: Context) -> Result:
         },
         required=required,
         partial=partial,
-        figures=[fig],
     )
+    lines = {
+        "f_validity": [("PCG", 0.9, ">= 0.9"), ("LatentWachter", 0.9, ">= 0.9")],
+        "oracle_validity": [
+            ("PCG", lw["oracle_validity"] + 0.10, "PCG >= LatentWachter + 0.10"),
+            ("PCG", abl["oracle_validity"] + 0.05, "PCG >= PCG(h') + 0.05"),
+        ],
+        "fd": [("PCG", lw["fd"], "PCG <= LatentWachter")],
+    }
+    return _bars(ctx, rows, ("f_validity", "oracle_validity", "fd"), "semantic-validity", result,
+                 lines)  # fmt: skip
 
 
 @claim(
@@ -160,16 +177,21 @@ def hidden_failure_mode(ctx: Context) -> Result:
         "oracle(PixelWachter) <= oracle(PCG) - 0.20": pix["oracle_validity"]
         <= pcg["oracle_validity"] - 0.20,
     }
-    fig = _bars(ctx, rows, ("f_validity", "oracle_validity", "l1"), "hidden-failure-mode")
-    return Result.judge(
+    result = Result.judge(
         metrics=_pick(pix),
         baseline={k: _pick(v) for k, v in rows.items() if k != "PixelWachter"},
         required=required,
-        figures=[fig],
     )
+    lines = {
+        "f_validity": [("PixelWachter", 0.9, ">= 0.9")],
+        "oracle_validity": [("PixelWachter", pcg["oracle_validity"] - 0.20, "<= PCG - 0.20")],
+        "l1": [("PixelWachter", pcg["l1"], "< PCG")],
+    }
+    return _bars(ctx, rows, ("f_validity", "oracle_validity", "l1"), "hidden-failure-mode", result,
+                 lines)  # fmt: skip
 
 
-def _paths_figure(ctx: Context, bench: dict, n_show: int = 4):
+def _paths_figure(ctx: Context, bench: dict, result: Result, n_show: int = 4) -> Result:
     import matplotlib.pyplot as plt
 
     paths = bench["paths"]
@@ -188,7 +210,7 @@ def _paths_figure(ctx: Context, bench: dict, n_show: int = 4):
             ax.set_xticks([])
             ax.set_yticks([])
         axes[r, 0].set_ylabel(name, fontsize=6, rotation=0, ha="right")
-    return ctx.save_figure(fig, PAPER, "smooth-transitions")
+    return ctx.save_judged(fig, PAPER, "smooth-transitions", result)
 
 
 @claim(
@@ -217,12 +239,16 @@ def smooth_transitions(ctx: Context) -> Result:
         "drift(PCG) <= drift(LatentWachter)": pcg["drift"] <= lw["drift"],
         "path-FD(PCG) <= path-FD(LatentWachter)": pcg["path_fd"] <= lw["path_fd"],
     }
-    fig = _paths_figure(ctx, bench)
     stage2 = bench["stage2_energy"]
     metrics = dict(_pick(pcg, keys), stage2_energy_first=stage2[0], stage2_energy_last=stage2[-1])
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={k: _pick(v, keys) for k, v in rows.items() if k not in ("PCG", "PixelWachter")},
         required=required,
-        figures=[fig],
     )
+    _paths_figure(ctx, bench, result)  # the paths, then the judged numbers with their lines
+    lines = {
+        "drift": [("PCG", lw["drift"], "PCG <= LatentWachter")],
+        "path_fd": [("PCG", lw["path_fd"], "PCG <= LatentWachter")],
+    }
+    return _bars(ctx, rows, ("drift", "path_fd"), "smooth-transitions-judged", result, lines)
