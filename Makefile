@@ -39,7 +39,7 @@ report: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests scripts $(wildcard benchmarks)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(ARGS)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist worksteal -q $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts $(wildcard benchmarks)
