@@ -186,6 +186,192 @@ class Context:
         return torch.Generator(device="cpu").manual_seed(self.seed + offset)
 
 
+# ---------------------------------------------------------------- shared experiments
+
+
+def cache_root() -> Path:
+    """The package's on-disk cache: ``$ICLR26_CACHE`` (an empty value counts as unset), default
+    ``~/.cache/iclr26``; created on first use."""
+    import os
+
+    root = Path(os.environ.get("ICLR26_CACHE") or Path.home() / ".cache" / "iclr26")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def source_digest(source: str | Path) -> str:
+    """A sha256 of the ``.py`` files of a room (``source`` is the room's folder or any file in
+    it), so that a result cached by other code is never reused."""
+    import hashlib
+
+    folder = Path(source)
+    if not folder.is_dir():
+        folder = folder.parent
+    h = hashlib.sha256()
+    for f in sorted(folder.glob("*.py")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+_CODECS = ("torch", "json")
+
+
+class _SharedFile:
+    """One cached value on disk, its lock file beside it, and how to read and write it."""
+
+    def __init__(self, paper: str, key: Mapping[str, Any], source: str | Path, codec: str,
+                 weights_only: bool) -> None:  # fmt: skip
+        import hashlib
+        import json
+
+        import torch
+
+        if not isinstance(paper, str) or not paper or "/" in paper:
+            raise ValueError(f"paper must be a non-empty slug without '/', got {paper!r}")
+        if not isinstance(key, Mapping):
+            raise TypeError(f"key must be a mapping, got {type(key).__name__}")
+        if codec not in _CODECS:
+            raise ValueError(f"codec must be one of {_CODECS}, got {codec!r}")
+        payload = dict(
+            key=dict(key), torch=torch.__version__, numpy=np.__version__, src=source_digest(source)
+        )
+        text = json.dumps(payload, sort_keys=True, default=str)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+        folder = cache_root() / paper
+        folder.mkdir(parents=True, exist_ok=True)
+        self.paper, self.codec, self.weights_only = paper, codec, weights_only
+        self.path = folder / f"experiment-{digest}.{'json' if codec == 'json' else 'pt'}"
+        self.handle = None
+
+    def lock(self, blocking: bool = True) -> bool:
+        """Take the file lock; ``blocking=False`` returns False at once if another process
+        holds it. Without POSIX locks every process just goes ahead."""
+        self.handle = open(self.path.with_suffix(".lock"), "a")  # noqa: SIM115
+        try:
+            import fcntl
+        except ImportError:
+            return True
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            self.handle.close()
+            self.handle = None
+            return False
+        return True
+
+    def unlock(self) -> None:
+        if self.handle is not None:
+            self.handle.close()  # closing the descriptor releases its flock
+            self.handle = None
+
+    def get(self, compute: Callable[[], Any]) -> Any:
+        """The stored value, or ``compute()`` stored (call with the lock held)."""
+        import json
+        import os
+        import warnings
+
+        import torch
+
+        if self.path.exists():
+            try:
+                if self.codec == "json":
+                    return json.loads(self.path.read_text())
+                return torch.load(self.path, weights_only=self.weights_only)
+            except Exception as exc:  # a file of another format or a damaged disk
+                warnings.warn(
+                    f"cached experiment {self.path.name} of {self.paper} could not be read "
+                    f"({type(exc).__name__}: {exc}); computing it again",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+        value = compute()
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        if self.codec == "json":
+            text = json.dumps(value)
+            tmp.write_text(text)
+            value = json.loads(text)
+        else:
+            torch.save(value, tmp)
+        tmp.replace(self.path)
+        return value
+
+
+def shared_experiment(
+    paper: str,
+    key: Mapping[str, Any],
+    compute: Callable[[], Any],
+    *,
+    source: str | Path,
+    codec: str = "torch",
+    weights_only: bool = True,
+) -> Any:
+    """The one experiment that several claims of a room read, computed once per run.
+
+    The runner gives each claim its own process, so an in-process cache alone would make every
+    claim redo the experiment. Here the first process to get the file lock runs ``compute()``
+    and stores its value under ``cache_root()/<paper>/experiment-<hash>``; processes started
+    beside it wait on the lock and then load that file. The hash covers ``key`` (the scale,
+    seed, setting and device the caller passes), the torch and numpy versions and the room's
+    source text (:func:`source_digest` of ``source``).
+
+    ``codec="json"`` stores a JSON value, and returns the JSON round trip also from the process
+    that computed it, so a claim sees the same value whether it computed or loaded it (tuples
+    become lists, keys strings). ``codec="torch"`` stores with :func:`torch.save`; pass
+    ``weights_only=False`` to load objects beyond tensors and plain containers (only files this
+    function wrote are ever read). A cache file that cannot be read is reported with a warning
+    naming it, and recomputed.
+    """
+    if not callable(compute):
+        raise TypeError("compute must be callable")
+    file = _SharedFile(paper, key, source, codec, weights_only)
+    file.lock()
+    try:
+        return file.get(compute)
+    finally:
+        file.unlock()
+
+
+def shared_parts(
+    paper: str,
+    key: Mapping[str, Any],
+    parts: Mapping[str, Callable[[], Any]],
+    *,
+    source: str | Path,
+    codec: str = "json",
+    weights_only: bool = True,
+) -> dict[str, Any]:
+    """Like :func:`shared_experiment` for an experiment made of independent parts (the methods
+    of a comparison), each stored in its own file, so that claims running side by side split
+    the work: a process first computes every part that no other process is computing, skipping
+    those whose lock is taken, then waits for the skipped ones and loads them. Each part must
+    not depend on the order in which parts run (seed it from ``key``, never from a global
+    random state). Returns ``{name: value}`` in the order of ``parts``."""
+    if not isinstance(parts, Mapping) or not parts:
+        raise ValueError("parts must be a non-empty mapping of name -> callable")
+    for name, fn in parts.items():
+        if not isinstance(name, str) or not callable(fn):
+            raise TypeError(f"part {name!r} must map a string to a callable")
+    out: dict[str, Any] = {}
+    skipped = []
+    for name, fn in parts.items():
+        file = _SharedFile(paper, {**dict(key), "_part": name}, source, codec, weights_only)
+        if file.lock(blocking=False):
+            try:
+                out[name] = file.get(fn)
+            finally:
+                file.unlock()
+        else:
+            skipped.append((name, fn, file))
+    for name, fn, file in skipped:
+        file.lock()
+        try:
+            out[name] = file.get(fn)
+        finally:
+            file.unlock()
+    return {name: out[name] for name in parts}
+
+
 # ---------------------------------------------------------------- timing
 
 

@@ -88,7 +88,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("reproduce", help="run claim checks and write the report")
-    p.add_argument("names", nargs="*", metavar="SLUG|AREA", help="papers or areas (default: all)")
+    p.add_argument(
+        "names",
+        nargs="*",
+        metavar="SLUG|AREA|SLUG:CLAIM",
+        help="papers, areas or single claims (default: all)",
+    )
     p.add_argument("--scale", default="quick", choices=[s.value for s in Scale])
     p.add_argument("--jobs", type=int, default=1, help="claims run at once (default 1)")
     p.add_argument("--executor", default="local", choices=["local", "ray"])
@@ -313,6 +318,19 @@ def _paper_or_error(slug: str) -> catalog.Paper:
 def _check_names(names: list[str]) -> None:
     valid = set(catalog.BY_SLUG) | set(catalog.AREAS)
     for name in names:
+        if ":" in name:  # SLUG:CLAIM, one claim of a paper
+            from iclr26.runner import split_claim_selectors
+
+            slug = name.partition(":")[0]
+            if slug not in catalog.BY_SLUG:
+                _check_names([slug])
+            if not catalog.get(slug).implemented:
+                continue  # reported as not implemented by the caller
+            try:
+                split_claim_selectors([name])
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            continue
         if name not in valid:
             close = difflib.get_close_matches(name, sorted(valid), n=3)
             hint = f"did you mean {', '.join(close)}? " if close else ""
@@ -355,7 +373,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
-    unbuilt = [n for n in args.names if n in catalog.BY_SLUG and not catalog.get(n).implemented]
+    slugs = [n.partition(":")[0] for n in args.names]
+    unbuilt = [n for n in slugs if n in catalog.BY_SLUG and not catalog.get(n).implemented]
     if unbuilt:
         raise UsageError(
             f"not implemented yet: {', '.join(unbuilt)} (see `iclr26 list` for the papers that are)"

@@ -140,6 +140,32 @@ def run_info(scale: Scale, executor: str, jobs: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- planning
 
 
+def split_claim_selectors(names: Iterable[str]) -> tuple[list[str], dict[str, set[str]]]:
+    """Split ``SLUG:CLAIM`` selectors from paper and area names: returns the names to select
+    papers by (each selector's slug once) and ``{slug: {claim, ...}}``. A slug named on its own
+    as well keeps all its claims. Raises ValueError naming an unknown paper or claim."""
+    plain: list[str] = []
+    only: dict[str, set[str]] = {}
+    whole = {n for n in names if ":" not in n}
+    for name in names:
+        if ":" not in name:
+            plain.append(name)
+            continue
+        slug, _, claim_name = name.partition(":")
+        if slug not in catalog.BY_SLUG:
+            raise ValueError(f"unknown paper {slug!r} in {name!r}")
+        known = [c.name for c in claims_for(slug)]
+        if claim_name not in known:
+            raise ValueError(
+                f"unknown claim {claim_name!r} of {slug}; its claims: {', '.join(known) or 'none'}"
+            )
+        if slug not in whole:
+            only.setdefault(slug, set()).add(claim_name)
+        if slug not in plain:
+            plain.append(slug)
+    return plain, only
+
+
 def plan(
     names: Iterable[str],
     scale: Scale | str,
@@ -159,11 +185,14 @@ def plan(
         raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s!r}")
     tasks: list[Task] = []
     missing: list[catalog.Paper] = []
-    for paper in catalog.select(list(names)):
+    names, only = split_claim_selectors(names)
+    for paper in catalog.select(names):
         if not paper.implemented:
             missing.append(paper)
             continue
         for entry in claims_for(paper.slug):
+            if paper.slug in only and entry.name not in only[paper.slug]:
+                continue
             limit = float(timeout_s) if timeout_s else entry.time_limit(scale)
             for k in range(repeat):
                 tasks.append(

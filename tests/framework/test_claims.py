@@ -220,3 +220,119 @@ def test_slope_guide_passes_through_the_log_centroid_with_the_given_slope():
     slope_guide(ax, [0.0], [1.0], 1.0, "none")  # nothing finite: no line
     assert len(ax.get_lines()) == 1
     plt.close(fig)
+
+
+def test_shared_experiment_computes_once_and_keys_on_source(tmp_path, monkeypatch):
+    from iclr26.claims import shared_experiment
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "claims.py").write_text("A = 1\n")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"value": (1, 2), "n": len(calls)}
+
+    first = shared_experiment("demo", {"scale": "quick"}, compute, source=room, codec="json")
+    again = shared_experiment("demo", {"scale": "quick"}, compute, source=room, codec="json")
+    assert len(calls) == 1
+    assert first == again == {"value": [1, 2], "n": 1}  # the JSON round trip both times
+    shared_experiment("demo", {"scale": "full"}, compute, source=room, codec="json")
+    assert len(calls) == 2  # another key
+    (room / "claims.py").write_text("A = 2\n")
+    shared_experiment("demo", {"scale": "quick"}, compute, source=room / "claims.py", codec="json")
+    assert len(calls) == 3  # changed code is never served a stale result
+
+
+def test_shared_experiment_torch_codec_and_damaged_file(tmp_path, monkeypatch):
+    import torch
+
+    from iclr26.claims import shared_experiment
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "x.py").write_text("")
+    value = shared_experiment("demo", {}, lambda: {"w": torch.arange(3.0)}, source=room)
+    assert torch.equal(value["w"], torch.arange(3.0))
+    (stored,) = (tmp_path / "demo").glob("experiment-*.pt")
+    stored.write_bytes(b"not a torch file")
+    with pytest.warns(RuntimeWarning, match="could not be read"):
+        value = shared_experiment("demo", {}, lambda: {"w": torch.ones(2)}, source=room)
+    assert torch.equal(value["w"], torch.ones(2))
+    with pytest.raises(ValueError, match="codec"):
+        shared_experiment("demo", {}, dict, source=room, codec="pickle")
+    with pytest.raises(ValueError, match="paper"):
+        shared_experiment("", {}, dict, source=room)
+    with pytest.raises(TypeError, match="key"):
+        shared_experiment("demo", [1], dict, source=room)
+
+
+def test_shared_experiment_runs_once_across_concurrent_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "claims.py").write_text("")
+    log = tmp_path / "computed.log"
+    script = (
+        "import sys, time\n"
+        "from iclr26.claims import shared_experiment\n"
+        "def compute():\n"
+        f"    open({str(log)!r}, 'a').write('x')\n"
+        "    time.sleep(1.0)\n"
+        "    return {'ok': 1}\n"
+        f"print(shared_experiment('demo', {{'k': 1}}, compute, source={str(room)!r}, "
+        "codec='json'))\n"
+    )
+    env = dict(os.environ, ICLR26_CACHE=str(tmp_path / "cache"))
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs == ["{'ok': 1}"] * 3
+    assert log.read_text() == "x"  # one process computed, two waited and loaded
+
+
+def test_shared_parts_skips_a_part_another_process_is_computing(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from iclr26.claims import _SharedFile, shared_parts
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "claims.py").write_text("")
+    computed = []
+    parts = {
+        "a": lambda: computed.append("a") or "a-here",
+        "b": lambda: computed.append("b") or "b-here",
+    }
+    other = _SharedFile("demo", {"k": 1, "_part": "a"}, room, "json", True)
+    assert other.lock()  # "another process" is computing part a
+    box = {}
+    worker = threading.Thread(
+        target=lambda: box.update(shared_parts("demo", {"k": 1}, parts, source=room))
+    )
+    worker.start()
+    deadline = time.time() + 30
+    while computed != ["b"] and time.time() < deadline:
+        time.sleep(0.01)
+    assert computed == ["b"]  # b first: a's lock was taken
+    assert worker.is_alive()  # and now it waits for a
+    other.get(lambda: "a-elsewhere")
+    other.unlock()
+    worker.join(30)
+    assert box == {"a": "a-elsewhere", "b": "b-here"}  # a loaded, not recomputed
+    assert computed == ["b"]
+    with pytest.raises(ValueError, match="parts"):
+        shared_parts("demo", {}, {}, source=room)
+    with pytest.raises(TypeError, match="part"):
+        shared_parts("demo", {}, {"a": 1}, source=room)

@@ -133,6 +133,8 @@ def test_show_json_and_cite(capsys):
         (["reproduce", "cda", "--timeout", "0"], "--timeout must be a positive"),
         (["reproduce", "cda", "--timeout", "-3"], "--timeout must be a positive"),
         (["reproduce", "cda", "--repeat", "0"], "--repeat must be at least 1"),
+        (["reproduce", "cda:no-such-claim"], "unknown claim 'no-such-claim' of cda; its claims:"),
+        (["reproduce", "cdaa:fit-time-scaling"], "did you mean cda"),
         (["warmup", "lm", "--size", "enormous"], "unknown tiny LM size"),
     ],
 )
@@ -200,3 +202,21 @@ def test_warmup_vision_is_wired_to_the_stack(capsys, tmp_path, monkeypatch):
     assert code == 0 and calls == ["test"] and "vision: cached at" in out
     code, _, err = run(capsys, "warmup", "vision", "--size", "huge")
     assert code == 2 and "unknown size" in err and err.count("\n") == 1
+
+
+@needs_cda
+def test_slug_colon_claim_selects_single_claims(capsys, tmp_path):
+    from iclr26.runner import plan
+
+    tasks, _ = plan(["cda:fit-time-scaling"], "smoke")
+    assert [(t.paper, t.claim) for t in tasks] == [("cda", "fit-time-scaling")]
+    tasks, _ = plan(["cda:fit-time-scaling", "cda"], "smoke")  # the whole paper wins
+    assert len(tasks) == 3
+    tasks, _ = plan(["cda:fit-time-scaling", "cda:accuracy-ranks"], "smoke")
+    assert sorted(t.claim for t in tasks) == ["accuracy-ranks", "fit-time-scaling"]
+    code, out, err = run(
+        capsys, "reproduce", "cda:accuracy-ranks", "--scale", "smoke", "--out", str(tmp_path)
+    )
+    assert code == 0, err
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["paper"], r["claim"]) for r in data["results"]] == [("cda", "accuracy-ranks")]

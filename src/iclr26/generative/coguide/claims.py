@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from iclr26.claims import Context, Result, claim
+from iclr26.claims import Context, Result, claim, shared_experiment
 from iclr26.generative.coguide.floorplan import (
     REGIMES,
     FloorplanGenerator,
@@ -139,6 +139,22 @@ def _evaluate(samples, truths, ys, n, planner) -> dict:
 
 @functools.lru_cache(maxsize=2)
 def _experiment(scale: str, seed: int, device: str = "cpu") -> dict:
+    """The one experiment every claim reads. The runner gives each claim its own process, so
+    beyond smoke scale it is shared on disk: the first claim trains the prior and the encoders
+    and runs the samplers, claims started beside it wait on a file lock and then load it."""
+    if scale == "smoke":
+        return _run_experiment(scale, seed, device)
+    ctx = Context(scale=scale, seed=seed, device=device)
+    return shared_experiment(
+        PAPER,
+        dict(scale=scale, seed=seed, setting=_setting(ctx), device=device),
+        lambda: _run_experiment(scale, seed, device),
+        source=__file__,
+        weights_only=False,
+    )
+
+
+def _run_experiment(scale: str, seed: int, device: str) -> dict:
     ctx = Context(scale=scale, seed=seed, device=device)
     s = _setting(ctx)
     torch.manual_seed(seed)

@@ -4,20 +4,17 @@ non-differentiable motif-grammar reward by VIDD and by DDPO, RW-MLE, standard fi
 best-of-N, every method spending the same number of reward-oracle queries.
 
 C1 reward, C2 stability, C3 diversity, C4 naturalness. The four claims read one shared
-experiment (same data, seeds and budgets); the first claim of a run computes it and stores it
-beside the results (keyed by the room's source and the settings), the others reuse it."""
+experiment (same data, seeds and budgets), stored in the package cache keyed by the room's
+source and the settings: claims of one run split its methods between them and load the rest."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-from pathlib import Path
+import functools
 
 import numpy as np
 import torch
 
-from iclr26.claims import Context, Result, claim
+from iclr26.claims import Context, Result, claim, shared_experiment, shared_parts
 from iclr26.generative.vidd.diffusion import MaskedDiffusionLM
 from iclr26.generative.vidd.dna import (
     MotifReward,
@@ -53,36 +50,28 @@ def _setting(ctx: Context) -> dict:
 LR = 1e-3  # one learning rate for every fine-tuning method (fixed before any run)
 
 
-def _code_digest() -> str:
-    here = Path(__file__).parent
-    h = hashlib.sha256()
-    for name in ("diffusion.py", "dna.py", "trainers.py", "claims.py"):
-        h.update((here / name).read_bytes())
-    return h.hexdigest()
+def _key(s: dict, ctx: Context) -> dict:
+    return dict(scale=ctx.scale.value, seed=ctx.seed, setting=s, device=str(ctx.device))
 
 
-_CODE = _code_digest()  # read once at import: the code this process runs
-
-
-def _source_key(s: dict, ctx: Context) -> str:
-    h = hashlib.sha256(json.dumps(s, sort_keys=True).encode())
-    h.update(f"{ctx.scale.value}-{ctx.seed}-{torch.__version__}-{_CODE}".encode())
-    return h.hexdigest()[:16]
-
-
-def _pretrained(s: dict, data: np.ndarray, ctx: Context, key: str) -> MaskedDiffusionLM:
-    cache = None
-    if ctx.scale.value != "smoke":
-        root = Path(os.environ.get("ICLR26_CACHE", Path.home() / ".cache" / "iclr26"))
-        cache = root / "vidd" / f"pretrained-{key}.pt"
-        if cache.is_file():
-            return MaskedDiffusionLM.from_pretrained(cache)
-    model = MaskedDiffusionLM(4, s["L"], d=s["d"], layers=s["layers"], seed=ctx.seed)
-    model.fit(data, steps=s["pre_steps"], batch_size=128, lr=3e-3, seed=ctx.seed)
-    if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        model.save(cache)
+def _train_pretrained(s: dict, data: np.ndarray, seed: int) -> MaskedDiffusionLM:
+    model = MaskedDiffusionLM(4, s["L"], d=s["d"], layers=s["layers"], seed=seed)
+    model.fit(data, steps=s["pre_steps"], batch_size=128, lr=3e-3, seed=seed)
     return model
+
+
+def _pretrained(s: dict, data: np.ndarray, ctx: Context) -> MaskedDiffusionLM:
+    """The pretrained model, trained once per run beyond smoke scale (claims started beside
+    the first wait on its lock, then load it)."""
+    if ctx.scale.value == "smoke":
+        return _train_pretrained(s, data, ctx.seed)
+    return shared_experiment(
+        PAPER,
+        {**_key(s, ctx), "_part": "pretrained"},
+        lambda: _train_pretrained(s, data, ctx.seed),
+        source=__file__,
+        weights_only=False,
+    )
 
 
 def _summary(x: torch.Tensor, reward: MotifReward, data: np.ndarray, pre: MaskedDiffusionLM):
@@ -98,16 +87,15 @@ def _summary(x: torch.Tensor, reward: MotifReward, data: np.ndarray, pre: Masked
 
 
 def _run(ctx: Context) -> dict:
+    """The experiment all four claims read. Beyond smoke scale it is shared on disk and split
+    by method: claims running side by side each train the methods no other claim is training,
+    then load the rest (every method is seeded from the run's seed alone)."""
     s = _setting(ctx)
-    key = _source_key(s, ctx)
-    path = ctx.out_dir / f".vidd-experiment-{key}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
     reward = MotifReward()
     data = make_dna_dataset(s["n_data"], s["L"], seed=ctx.seed)
     held_out = make_dna_dataset(s["final_n"], s["L"], seed=ctx.seed + 1000)
     ctx.report(0.02, "pretraining")
-    pre = _pretrained(s, data, ctx, key).to(ctx.device)
+    pre = _pretrained(s, data, ctx).to(ctx.device)
     gen = torch.Generator().manual_seed(ctx.seed + 7)
     pre_x = pre.sample(s["final_n"], s["steps"], gen)
     out = {
@@ -118,50 +106,66 @@ def _run(ctx: Context) -> dict:
         "sigma_pre": float(reward(pre_x.cpu().numpy()).std()),
         "seeds": [],
     }  # fmt: skip
-    n_bon = max(1, s["budget"] // s["final_n"])
-    every = s["budget"] / s["checkpoints"]
+    names = (*METHODS, "best_of_n")
+    parts = {
+        f"{k}:{name}": functools.partial(_method, ctx, s, pre, data, k, name)
+        for k in range(s["seeds"])
+        for name in names
+    }
+    if ctx.scale.value == "smoke":
+        done = {part: fn() for part, fn in parts.items()}
+    else:
+        done = shared_parts(PAPER, _key(s, ctx), parts, source=__file__)
     for k in range(s["seeds"]):
-        seed = ctx.seed * 100 + k
-        common = dict(alpha=1.0, lr=LR, steps=s["steps"], seed=seed)
-        trainers = {
-            "vidd": VIDDTrainer(pre, reward, batch_size=s["vidd_batch"], use_value_xt=False,
-                                **common),
-            "ddpo": DDPOTrainer(pre, reward, clip=0.2, batch_size=s["rl_batch"], **common),
-            "rw_mle": RWMLETrainer(pre, reward, batch_size=s["rl_batch"], **common),
-            "standard_ft": StandardFTTrainer(pre, reward, batch_size=s["vidd_batch"],
-                                             use_value_xt=False, **common),
-        }  # fmt: skip
-        per_seed = {"seed": seed}
-        for i, (name, tr) in enumerate(trainers.items()):
-            ctx.report(0.05 + 0.9 * (k * 5 + i) / (5 * s["seeds"]), f"seed {k}: {name}")
-            curve = []
-            mon_gen = torch.Generator().manual_seed(seed + 11)
-
-            def monitor(t, curve=curve, mon_gen=mon_gen):
-                if t.queries >= every * (len(curve) + 1) - 1e-9:
-                    x = t.model.sample(s["monitor_n"], s["steps"], mon_gen).cpu().numpy()
-                    r = reward(x)
-                    curve.append([t.queries, float(np.median(r)), float(r.mean())])
-
-            timing = ctx.timeit(
-                lambda tr=tr, monitor=monitor: tr.fit(budget=s["budget"], callback=monitor),
-                repeat=1, warmup=0,
-            )  # fmt: skip
-            timing.count(
-                reward_queries=tr.queries,
-                gradient_epochs=tr.epoch,
-                denoiser_sequences=tr.model.forward_sequences,
-            )
-            final = tr.model.sample(s["final_n"], s["steps"], torch.Generator().manual_seed(seed))
-            per_seed[name] = _summary(final, reward, data, pre)
-            per_seed[name].update(queries=tr.queries, curve=curve, fit=timing.to_dict())
-        bon = BestOfN(pre, RewardOracle(reward), n=n_bon, steps=s["steps"], seed=seed)
-        per_seed["best_of_n"] = _summary(bon.sample(s["final_n"]), reward, data, pre)
-        per_seed["best_of_n"].update(queries=bon.queries, n=n_bon)
+        per_seed = {"seed": ctx.seed * 100 + k}
+        per_seed.update({name: done[f"{k}:{name}"] for name in names})
         out["seeds"].append(per_seed)
-    ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
     return out
+
+
+def _method(ctx: Context, s: dict, pre: MaskedDiffusionLM, data: np.ndarray, k: int,
+            name: str) -> dict:  # fmt: skip
+    """One method of seed ``k``: fine-tune it at the query budget and summarise its samples."""
+    reward = MotifReward()
+    seed = ctx.seed * 100 + k
+    ctx.report(0.05 + 0.9 * (k * 5 + (*METHODS, "best_of_n").index(name)) / (5 * s["seeds"]),
+               f"seed {k}: {name}")  # fmt: skip
+    if name == "best_of_n":
+        n_bon = max(1, s["budget"] // s["final_n"])
+        bon = BestOfN(pre, RewardOracle(reward), n=n_bon, steps=s["steps"], seed=seed)
+        summary = _summary(bon.sample(s["final_n"]), reward, data, pre)
+        summary.update(queries=bon.queries, n=n_bon)
+        return summary
+    common = dict(alpha=1.0, lr=LR, steps=s["steps"], seed=seed)
+    make = {
+        "vidd": lambda: VIDDTrainer(pre, reward, batch_size=s["vidd_batch"], use_value_xt=False,
+                                    **common),
+        "ddpo": lambda: DDPOTrainer(pre, reward, clip=0.2, batch_size=s["rl_batch"], **common),
+        "rw_mle": lambda: RWMLETrainer(pre, reward, batch_size=s["rl_batch"], **common),
+        "standard_ft": lambda: StandardFTTrainer(pre, reward, batch_size=s["vidd_batch"],
+                                                 use_value_xt=False, **common),
+    }  # fmt: skip
+    tr = make[name]()
+    every = s["budget"] / s["checkpoints"]
+    curve = []
+    mon_gen = torch.Generator().manual_seed(seed + 11)
+
+    def monitor(t):
+        if t.queries >= every * (len(curve) + 1) - 1e-9:
+            x = t.model.sample(s["monitor_n"], s["steps"], mon_gen).cpu().numpy()
+            r = reward(x)
+            curve.append([t.queries, float(np.median(r)), float(r.mean())])
+
+    timing = ctx.timeit(lambda: tr.fit(budget=s["budget"], callback=monitor), repeat=1, warmup=0)
+    timing.count(
+        reward_queries=tr.queries,
+        gradient_epochs=tr.epoch,
+        denoiser_sequences=tr.model.forward_sequences,
+    )
+    final = tr.model.sample(s["final_n"], s["steps"], torch.Generator().manual_seed(seed))
+    summary = _summary(final, reward, data, pre)
+    summary.update(queries=tr.queries, curve=curve, fit=timing.to_dict())
+    return summary
 
 
 def _mean(run: dict, method: str, metric: str) -> float:

@@ -8,17 +8,12 @@ disk outside smoke scale, so the claims of one run train them once)."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
-import hashlib
-import json
-import os
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from iclr26.claims import Context, Result, claim
+from iclr26.claims import Context, Result, claim, shared_experiment
 from iclr26.three_d.fore_mamba3d.backbone import ForeMamba3DBackbone, VoxelMambaBackbone
 from iclr26.three_d.fore_mamba3d.head import CenterHead
 from iclr26.three_d.fore_mamba3d.scenes import SyntheticLidarScenes
@@ -51,19 +46,6 @@ def _models(s: dict) -> dict:
     }
 
 
-def _cache_path(scale: str, seed: int, s: dict) -> Path:
-    """Keyed by the setting, the seed, the torch version and the room's source text, so a
-    checkpoint of changed code is never reused."""
-    here = Path(__file__).parent
-    src = "".join((here / f).read_text() for f in sorted(os.listdir(here)) if f.endswith(".py"))
-    key = json.dumps(
-        dict(scale=scale, seed=seed, s=s, torch=torch.__version__, src=src), sort_keys=True
-    )
-    root = Path(os.environ.get("ICLR26_CACHE") or Path.home() / ".cache" / "iclr26") / PAPER
-    root.mkdir(parents=True, exist_ok=True)
-    return root / f"models-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
-
-
 @contextlib.contextmanager
 def _one_thread():
     """Small sparse tensors: a second intra-op thread only adds synchronisation, and on a loaded
@@ -74,17 +56,6 @@ def _one_thread():
         yield
     finally:
         torch.set_num_threads(n)
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    """One process trains, claims running beside it wait and then load its checkpoint."""
-    with open(path.with_suffix(".lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _train_all(s: dict, seed: int, train) -> dict:
@@ -116,14 +87,13 @@ def _build_experiment(scale: str, seed: int, device: str) -> dict:
     if scale == "smoke":
         trained = _train_all(s, seed, train)
     else:
-        path = _cache_path(scale, seed, s)
-        with _locked(path):
-            if path.exists():
-                trained = torch.load(path, weights_only=True)
-            else:
-                trained = _train_all(s, seed, train)
-                torch.save(trained, path.with_suffix(".tmp"))
-                path.with_suffix(".tmp").replace(path)
+        # one process trains, claims running beside it wait and then load its checkpoint
+        trained = shared_experiment(
+            PAPER,
+            dict(scale=scale, seed=seed, setting=s, device=device),
+            lambda: _train_all(s, seed, train),
+            source=__file__,
+        )
     out = {}
     n_vox = [len(test[i].coords) for i in range(len(test))]
     for name, make in _models(s).items():

@@ -7,17 +7,12 @@ unwatermarked anchor model, C4 frequency-aware anchor growing against the ordina
 from __future__ import annotations
 
 import copy
-import fcntl
 import functools
-import hashlib
-import json
-import os
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from iclr26.claims import Context, Result, claim, timeit
+from iclr26.claims import Context, Result, claim, shared_experiment, timeit
 from iclr26.three_d.gs_raster import render
 
 from .anchor import AnchorGS
@@ -101,19 +96,6 @@ def _mean_psnr(render, cams, views) -> float:
     return float(np.mean([psnr(render(c).detach(), v) for c, v in zip(cams, views, strict=True)]))
 
 
-def _cache_path(scale: str, seed: int, s: dict) -> Path:
-    """Keyed by the setting, the seed, the torch version and the room's source text, so results
-    of changed code are never reused."""
-    here = Path(__file__).parent
-    src = "".join((here / f).read_text() for f in sorted(os.listdir(here)) if f.endswith(".py"))
-    key = json.dumps(
-        dict(scale=scale, seed=seed, s=s, torch=torch.__version__, src=src), sort_keys=True
-    )
-    root = Path(os.environ.get("ICLR26_CACHE") or Path.home() / ".cache" / "iclr26") / PAPER
-    root.mkdir(parents=True, exist_ok=True)
-    return root / f"experiment-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-
-
 @functools.lru_cache(maxsize=2)
 def _experiment(scale: str, seed: int) -> dict:
     """The one experiment all four claims read. The runner gives each claim its own process,
@@ -121,18 +103,13 @@ def _experiment(scale: str, seed: int) -> dict:
     experiment, claims started beside it wait on a file lock and then read its numbers."""
     if scale == "smoke":
         return _pinned(_run_experiment, scale, seed)
-    path = _cache_path(scale, seed, _setting(scale))
-    with open(path.with_suffix(".lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            if path.exists():
-                return json.loads(path.read_text())
-            exp = _pinned(_run_experiment, scale, seed)
-            path.with_suffix(".tmp").write_text(json.dumps(exp))
-            path.with_suffix(".tmp").replace(path)
-            return exp
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return shared_experiment(
+        PAPER,
+        dict(scale=scale, seed=seed, setting=_setting(scale)),
+        lambda: _pinned(_run_experiment, scale, seed),
+        source=__file__,
+        codec="json",
+    )
 
 
 def _pinned(fn, *args):

@@ -7,18 +7,14 @@ UNet (same steps) in the same process, then evaluates every pathway on held-out 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
-import os
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-from iclr26.claims import Context, Result, claim
+from iclr26.claims import Context, Result, claim, shared_experiment
 from iclr26.three_d.world_model_3wm.baselines import (
     DepthUNet,
     abs_rel,
@@ -166,32 +162,6 @@ def _one_seed(s: dict, seed: int, device: str) -> dict:
     return out
 
 
-def _cache_path(scale: str, seed: int, s: dict, device: str) -> Path:
-    """Keyed by the setting, seed, device, torch version and the room's source text, so a
-    result of changed code is never reused."""
-    from iclr26.models.tinylm.cache import cache_dir, stable_hash
-
-    here = Path(__file__).parent
-    src = "".join((here / f).read_text() for f in sorted(os.listdir(here)) if f.endswith(".py"))
-    key = stable_hash(dict(scale=scale, seed=seed, s=s, device=device, torch=torch.__version__,
-                           src=src))  # fmt: skip
-    folder = cache_dir() / PAPER
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"experiment-{key}.pt"
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    """The claims of one run share one experiment: the first process computes it, the ones
-    running beside it wait on the lock and then load it."""
-    with open(path.with_suffix(".lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _mean(runs: list[dict], *path: str) -> dict:
     vals = []
     for r in runs:
@@ -225,14 +195,15 @@ def _run_experiment(scale: str, seed: int, device: str) -> dict:
     if scale == "smoke":
         runs = [_one_seed(s, seed + k, device) for k in range(s["seeds"])]
     else:
-        path = _cache_path(scale, seed, s, device)
-        with _locked(path):
-            if path.exists():
-                runs = torch.load(path, weights_only=False)
-            else:
-                runs = [_one_seed(s, seed + k, device) for k in range(s["seeds"])]
-                torch.save(runs, path.with_suffix(".tmp"))
-                path.with_suffix(".tmp").replace(path)
+        # the claims of one run share one experiment: the first process trains, the ones
+        # running beside it wait on the lock and then load it
+        runs = shared_experiment(
+            PAPER,
+            dict(scale=scale, seed=seed, setting=s, device=device),
+            lambda: [_one_seed(s, seed + k, device) for k in range(s["seeds"])],
+            source=__file__,
+            weights_only=False,
+        )
     return {"runs": runs, "setting": s, "seed": seed}
 
 
