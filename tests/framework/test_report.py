@@ -153,3 +153,32 @@ def test_report_renders_in_a_headless_browser(tmp_path):
     shot = tmp_path / "report.png"
     assert check.main([str(tmp_path), "--screenshot", str(shot)]) == 0
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_timing_table_compares_verdicts_of_timing_claims(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "timing_table.py"
+    spec = importlib.util.spec_from_file_location("timing_table", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    timing = {"cpu_s": 1.0, "wall_s": 1.0, "load_before": 0.4, "load_after": 2.6}
+
+    def rec(claim, verdict, metrics):
+        return dict(paper="demo", claim=claim, scale="quick", seed=0, verdict=verdict,
+                    metrics=metrics, baseline={})  # fmt: skip
+
+    for name, verdicts in (("idle", ("reproduced", "reproduced")),
+                           ("loaded", ("not reproduced", "inconclusive"))):  # fmt: skip
+        folder = tmp_path / name
+        folder.mkdir()
+        records = [rec("timed", verdicts[0], {"t": {"nested": [timing]}}),
+                   rec("untimed", verdicts[1], {"acc": 0.9})]  # fmt: skip
+        (folder / "results.json").write_text(json.dumps({"run": {}, "results": records}))
+    text, n, same = mod.table(mod._load(tmp_path / "idle"), mod._load(tmp_path / "loaded"))
+    assert (n, same) == (1, 0)  # the untimed claim is not a timing claim
+    assert "| demo:timed | quick | 0 | reproduced | 0.4–2.6 | not reproduced |" in text
+    assert "untimed" not in text and "0 of 1 timing claims kept their verdict." in text
+    assert mod.main([str(tmp_path / "idle"), str(tmp_path / "loaded")]) == 1
