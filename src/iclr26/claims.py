@@ -721,6 +721,41 @@ def _gpu_available() -> bool:
         return False
 
 
+def default_device() -> str:
+    """The torch device the runner hands to claims as ``ctx.device``: ``$ICLR26_DEVICE`` when
+    set (``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``auto`` or empty means unset), else ``cuda``
+    where torch sees a GPU, else ``cpu``. Rooms run smoke and quick scale on the CPU (their
+    README numbers) and ``--scale full`` on this device. A requested device that is not
+    present is an error naming ``ICLR26_DEVICE``, never a silent fall back to the CPU."""
+    import os
+
+    return resolve_device(os.environ.get("ICLR26_DEVICE") or "auto", name="ICLR26_DEVICE")
+
+
+def resolve_device(spec: str, name: str = "device") -> str:
+    """``spec`` (auto, cpu, cuda, cuda:N or mps, any case) as a device string torch accepts;
+    ValueError naming ``name`` when it is malformed or the device is not present."""
+    import re
+
+    wanted = str(spec).strip().lower()
+    if wanted == "auto":
+        return "cuda" if _gpu_available() else "cpu"
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", wanted):
+        raise ValueError(f"{name} must be auto, cpu, cuda, cuda:N or mps, got {spec!r}")
+    if wanted.startswith("cuda"):
+        import torch
+
+        index = int(wanted.partition(":")[2] or 0)
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise ValueError(f"{name}={spec!r}, but torch sees no such CUDA device")
+    if wanted == "mps":
+        import torch
+
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"{name}={spec!r}, but torch sees no MPS device")
+    return wanted
+
+
 def environment(ctx: Context | None = None) -> dict[str, Any]:
     """Versions and threads a result was measured with."""
     import os
@@ -815,7 +850,14 @@ def run_claim(
     scale: Scale | str = Scale.SMOKE,
     seed: int = 0,
     out_dir: Path | str = "results",
+    device: str | None = None,
 ) -> dict[str, Any]:
-    """Run one claim in this process (used by tests and by the runner's workers)."""
-    ctx = Context(scale=Scale.parse(scale), seed=seed, out_dir=Path(out_dir))
+    """Run one claim in this process (used by tests and by the runner's workers); ``device``
+    defaults to :func:`default_device`."""
+    ctx = Context(
+        scale=Scale.parse(scale),
+        seed=seed,
+        out_dir=Path(out_dir),
+        device=device or default_device(),
+    )
     return get_claim(slug, name).run(ctx)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -108,7 +109,19 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         help="run each claim N times with seeds SEED..SEED+N-1; the report counts "
         "the verdicts and marks a claim fragile when they differ",
     )
-    p.add_argument("--timeout", type=float, default=None, help="per-claim limit in seconds")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="per-claim limit in seconds of CPU time per thread (local executor; a claim that "
+        "waits without computing is stopped at 4x the limit in wall time)",
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device of full-scale claims: auto (default: cuda where torch sees a GPU), "
+        "cpu, cuda, cuda:N or mps; sets ICLR26_DEVICE for the run",
+    )
 
     p = sub.add_parser("report", help="rebuild report.md and report.html from results.json")
     p.add_argument("--out", default="results")
@@ -373,6 +386,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if args.device is not None:
+        from iclr26.claims import resolve_device
+
+        try:
+            resolve_device(args.device, name="--device")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        os.environ["ICLR26_DEVICE"] = args.device  # the workers inherit it
     slugs = [n.partition(":")[0] for n in args.names]
     unbuilt = [n for n in slugs if n in catalog.BY_SLUG and not catalog.get(n).implemented]
     if unbuilt:

@@ -2,6 +2,10 @@
 
 Every claim runs in its own worker with a time limit: a claim that crashes, hangs or kills
 its process is recorded as ``error`` (with the traceback or the reason) and the run goes on.
+With the local executor the limit counts the CPU time of the worker and its children (at most
+``limit`` seconds per thread it was given), so a busy machine does not turn a slow claim into an
+error; a wall-clock backstop of ``WALL_BACKSTOP`` times the limit stops a claim that hangs
+without computing. Ray tasks are limited by wall time from submission.
 Each record is written to ``results.json`` as soon as its claim finishes, so an interrupted
 run keeps what it finished; a rerun skips claims that already have a record for the same
 scale and seed (``force=True`` runs them again; records whose verdict is ``error`` are always
@@ -27,7 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from iclr26 import catalog
-from iclr26.claims import Claim, Context, Result, Scale, Verdict, claims_for, get_claim
+from iclr26.claims import (
+    Claim,
+    Context,
+    Result,
+    Scale,
+    Verdict,
+    claims_for,
+    default_device,
+    get_claim,
+)
 
 RESULTS_NAME = "results.json"
 
@@ -257,6 +270,48 @@ def verdict_summary(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+WALL_BACKSTOP = 4.0  # x the time limit, in wall seconds: a worker that waits without computing
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` and its live and reaped children; None when
+    the process is gone or cannot be read (then only the wall-clock limits apply)."""
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        times = proc.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in proc.children(recursive=True):
+            try:
+                c = child.cpu_times()
+                total += c.user + c.system
+            except psutil.Error:
+                pass
+        return float(total)
+    except Exception:
+        return None
+
+
+def _over_limit(task: Task, wall: float, cpu: float | None, threads: int) -> str | None:
+    """Why a running worker must stop, or None: its CPU time passed ``time_limit`` per thread,
+    or its wall time passed the backstop (or the limit itself where CPU time is unknown)."""
+    limit = task.time_limit
+    if cpu is None:
+        return f"exceeded the time limit of {limit:g} s" if wall > limit else None
+    if cpu > limit * threads:
+        return (
+            f"exceeded the time limit of {limit:g} s: {cpu:.0f} s of CPU time on {threads} "
+            f"thread(s) in {wall:.0f} s of wall time"
+        )
+    if wall > limit * WALL_BACKSTOP:
+        return (
+            f"exceeded the time limit of {limit:g} s: {wall:.0f} s of wall time "
+            f"({WALL_BACKSTOP:g}x the limit) with only {cpu:.0f} s of CPU time"
+        )
+    return None
+
+
 def _error_record(task: Task, entry: Claim | None, reason: str, tb: str | None, wall: float):
     record = {
         "paper": task.paper,
@@ -303,7 +358,13 @@ def execute(task: Task, out_dir: str, n_threads: int, progress=None) -> dict[str
 
         importlib.import_module(task.module)
     entry = get_claim(task.paper, task.claim)
-    ctx = Context(scale=task.scale, seed=task.seed, out_dir=Path(out_dir), progress=progress)
+    ctx = Context(
+        scale=task.scale,
+        seed=task.seed,
+        out_dir=Path(out_dir),
+        progress=progress,
+        device=default_device(),
+    )
     return entry.run(ctx)
 
 
@@ -394,7 +455,7 @@ def _run_local(
                     target=_worker_main, args=(task, str(out_dir), threads, channel), daemon=False
                 )
                 proc.start()
-                running[task.key] = (task, proc, time.monotonic())
+                running[task.key] = (task, proc, time.monotonic(), threads)
                 on_event("start", task, 0.0, "")
             try:
                 message = channel.get(timeout=0.2)
@@ -405,23 +466,18 @@ def _run_local(
                 if kind == "progress" and key in running:
                     on_event("progress", running[key][0], message[2], message[3])
                 elif kind == "done" and key in running:
-                    task, proc, _ = running.pop(key)
+                    task, proc, _, _ = running.pop(key)
                     proc.join(timeout=10)
                     on_record(message[2])
                     on_event("done", task, 1.0, message[2]["verdict"])
             now = time.monotonic()
-            for key, (task, proc, started) in list(running.items()):
-                if now - started > task.time_limit:
+            for key, (task, proc, started, threads) in list(running.items()):
+                why = _over_limit(task, now - started, _cpu_seconds(proc.pid), threads)
+                if why is not None:
                     proc.kill()
                     proc.join(timeout=5)
                     running.pop(key)
-                    record = _error_record(
-                        task,
-                        _safe_claim(task),
-                        f"exceeded the time limit of {task.time_limit:g} s",
-                        None,
-                        now - started,
-                    )
+                    record = _error_record(task, _safe_claim(task), why, None, now - started)
                     on_record(record)
                     on_event("done", task, 1.0, record["verdict"])
                 elif not proc.is_alive() and proc.exitcode not in (0, None):
@@ -437,7 +493,7 @@ def _run_local(
                     on_record(record)
                     on_event("done", task, 1.0, record["verdict"])
     finally:
-        for _, proc, _ in running.values():
+        for _, proc, _, _ in running.values():
             proc.kill()
             proc.join(timeout=5)
 

@@ -336,3 +336,31 @@ def test_shared_parts_skips_a_part_another_process_is_computing(tmp_path, monkey
         shared_parts("demo", {}, {}, source=room)
     with pytest.raises(TypeError, match="part"):
         shared_parts("demo", {}, {"a": 1}, source=room)
+
+
+def test_default_device_reads_iclr26_device_and_never_falls_back(monkeypatch, tmp_path):
+    import torch
+
+    from iclr26.claims import default_device, run_claim
+
+    monkeypatch.delenv("ICLR26_DEVICE", raising=False)
+    assert default_device() == ("cuda" if torch.cuda.is_available() else "cpu")
+    monkeypatch.setenv("ICLR26_DEVICE", "CPU")
+    assert default_device() == "cpu"
+    monkeypatch.setenv("ICLR26_DEVICE", "gpu")
+    with pytest.raises(ValueError, match="ICLR26_DEVICE must be"):
+        default_device()
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("ICLR26_DEVICE", "cuda:0")
+        with pytest.raises(ValueError, match="no such CUDA device"):
+            default_device()
+    seen = {}
+
+    @claim(paper="_test_paper", name="sees-device", statement="s", paper_value="v", criterion="c")
+    def sees_device(ctx):
+        seen["device"] = ctx.device
+        return Result.skipped("plumbing only")
+
+    monkeypatch.setenv("ICLR26_DEVICE", "cpu")
+    run_claim("_test_paper", "sees-device", "smoke", out_dir=tmp_path)
+    assert seen["device"] == "cpu"

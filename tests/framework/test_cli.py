@@ -133,6 +133,7 @@ def test_show_json_and_cite(capsys):
         (["reproduce", "cda", "--timeout", "0"], "--timeout must be a positive"),
         (["reproduce", "cda", "--timeout", "-3"], "--timeout must be a positive"),
         (["reproduce", "cda", "--repeat", "0"], "--repeat must be at least 1"),
+        (["reproduce", "cda", "--device", "gpu"], "--device must be auto, cpu, cuda"),
         (["reproduce", "cda:no-such-claim"], "unknown claim 'no-such-claim' of cda; its claims:"),
         (["reproduce", "cdaa:fit-time-scaling"], "did you mean cda"),
         (["warmup", "lm", "--size", "enormous"], "unknown tiny LM size"),

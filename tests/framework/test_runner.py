@@ -37,6 +37,14 @@ def hangs(ctx):
     return Result.judge(metrics={"x": 0}, baseline={"b": {"x": 0}}, required={"never": True})
 
 
+@claim(paper=PAPER, name="spins", statement="computes forever", paper_value="-", criterion="-")
+def spins(ctx):
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        pass
+    return Result.judge(metrics={"x": 0}, baseline={"b": {"x": 0}}, required={"never": True})
+
+
 def task(name, limit=30.0):
     return Task(PAPER, name, "smoke", 0, limit)
 
@@ -162,3 +170,33 @@ def test_exclusive_claim_takes_every_slot_while_cpus_takes_only_its_own(tmp_path
     assert spans["timed"][1] <= min(spans["a"][0], spans["wide"][0])
     # with 3 slots, the 2-CPU claim and a 1-CPU claim run side by side
     assert spans["a"][0] < spans["wide"][1] and spans["wide"][0] < spans["a"][1]
+
+
+def test_time_limit_counts_cpu_time_with_a_wall_backstop():
+    import os
+
+    from iclr26.runner import WALL_BACKSTOP, _cpu_seconds, _over_limit
+
+    t = task("ok", limit=10.0)
+    assert (
+        _over_limit(t, wall=35.0, cpu=9.0, threads=1) is None
+    )  # slow only because the machine is busy
+    why = _over_limit(t, wall=12.0, cpu=10.5, threads=1)
+    assert "10.5" not in why and "CPU time on 1 thread(s)" in why and "time limit of 10 s" in why
+    assert _over_limit(t, wall=12.0, cpu=15.0, threads=2) is None  # two threads: 20 s of CPU
+    why = _over_limit(t, wall=10.0 * WALL_BACKSTOP + 1, cpu=0.5, threads=1)
+    assert "wall time" in why and "only 0 s of CPU time" in why  # waits without computing
+    assert _over_limit(t, wall=11.0, cpu=None, threads=1) is not None  # CPU unknown: wall limit
+    assert _over_limit(t, wall=9.0, cpu=None, threads=1) is None
+    assert _cpu_seconds(os.getpid()) > 0
+    assert _cpu_seconds(2**22 + 12345) is None  # no such process
+
+
+def test_a_computing_claim_is_stopped_by_its_cpu_time_and_a_waiting_one_by_the_backstop(tmp_path):
+    summary = run_tasks(
+        [task("spins", limit=3.0), task("hangs", limit=1.0)], scale="smoke", jobs=2,
+        out_dir=tmp_path,
+    )  # fmt: skip
+    reasons = {r["claim"]: r["reason"] for r in summary.ran}
+    assert "CPU time on" in reasons["spins"], reasons
+    assert "wall time" in reasons["hangs"] and "x the limit" in reasons["hangs"], reasons
