@@ -347,6 +347,21 @@ CASES = [
         ValueError,
         "thresholds",
     ),
+    # a head on another device than the backbone (the "meta" device stands in for a GPU)
+    (
+        "train_detector",
+        "other",
+        lambda: train_detector(_bb(), CenterHead(8).to("meta"), _data(), 1),
+        ValueError,
+        "head",
+    ),
+    (
+        "evaluate_map",
+        "other",
+        lambda: evaluate_map(_bb(), CenterHead(8).to("meta"), _data()),
+        ValueError,
+        "head",
+    ),
 ]
 
 EXEMPT = {

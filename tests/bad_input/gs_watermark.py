@@ -133,6 +133,16 @@ CASES = [
     ("message_bits", "range", lambda: message_bits(0), ValueError, "bits"),
     ("pretrain_decoder", "range", lambda: pretrain_decoder(4, steps=0), ValueError, "steps"),
     ("pretrain_decoder", "other", lambda: pretrain_decoder(4, size=9), ValueError, "size"),
+    ("pretrain_decoder", "type", lambda: pretrain_decoder(4, device=0), TypeError, "device"),
+    ("pretrain_decoder", "other", lambda: pretrain_decoder(4, device="gpu?"), ValueError, "device"),
+    # a decoder on another device than the model (the "meta" device stands in for a GPU)
+    (
+        "CompMarkGS",
+        "other",
+        lambda: CompMarkGS(GS, MessageDecoder(4).to("meta"), [1, 0, 1, 0]),
+        ValueError,
+        "decoder",
+    ),
     ("psnr", "shape", lambda: psnr(IMG, torch.rand(4, 5, 3)), ValueError, "b"),
     ("psnr", "nan", lambda: psnr(torch.full((2, 2, 3), NAN), torch.rand(2, 2, 3)), ValueError, "a"),
     ("ssim", "nan", lambda: ssim(torch.full((8, 8, 3), NAN), torch.rand(8, 8, 3)), ValueError, "a"),
@@ -261,6 +271,13 @@ CASES += [
         lambda: ExplicitWatermark(_gaussians(scales=torch.zeros(2, 3)), DEC, [1, 0, 1, 0]),
         ValueError,
         "scales",
+    ),
+    (
+        "ExplicitWatermark",
+        "other",
+        lambda: ExplicitWatermark(_gaussians(), MessageDecoder(4).to("meta"), [1, 0, 1, 0]),
+        ValueError,
+        "decoder",
     ),
     (
         "ExplicitWatermark",

@@ -254,3 +254,14 @@ def test_claims_smoke(tmp_path):
         rec = run_claim("cgb", name, scale="smoke", out_dir=tmp_path)
         assert rec["verdict"] != "error", rec.get("traceback")
         assert not contract_problems(rec), contract_problems(rec)
+        _assert_figures(rec, tmp_path)
+
+
+def _assert_figures(record, out_dir):
+    """Every claim saves at least one figure, and each PNG opens."""
+    import matplotlib.image as mpimg
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for rel in record["figures"]:
+        image = mpimg.imread(out_dir / rel)
+        assert image.ndim == 3 and min(image.shape[:2]) > 50

@@ -219,6 +219,16 @@ def test_soft_value_iteration_tends_to_bfs_distance():
     assert errs[0] > errs[1] > errs[2] and errs[2] < 0.05
 
 
+def test_guided_base_is_abstract_and_unguided_has_no_guidance(prior):
+    from iclr26.generative.coguide.sampler import _GuidedDDIM
+
+    with pytest.raises(TypeError, match="guidance_loss"):
+        _GuidedDDIM(prior, steps=4)
+    x0 = torch.zeros(3, 1, S, S)
+    assert torch.equal(DDIMSampler(prior, 4).guidance_loss(x0, {}), torch.zeros(3))
+    assert not InpaintingSampler(prior, 4).eta().any()  # never evaluates a guidance loss
+
+
 def test_planner_guidance_runs_with_finite_gradients(prior, walks):
     smp = PlannerGuidedSampler(prior, steps=4, iters=20)
     out = smp.sample([walks[0][0]], n=1, seed=0)
@@ -268,6 +278,7 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("coguide", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record.get("traceback")
     assert not contract_problems(record)
+    _assert_figures(record, tmp_path)
 
 
 def test_planner_refuses_a_plan_without_a_walkable_pair():
@@ -289,3 +300,13 @@ def test_fit_with_hard_negatives_adds_them_to_the_trajectory_anchored_term(plans
         f, g, torch.arange(3), 0.5, 0.0, 0.0, f_neg=g.clone(), neg_owner=torch.arange(3)
     )["t_to_f"]
     assert with_neg > base  # a negative identical to the positive must raise the loss
+
+
+def _assert_figures(record, out_dir):
+    """Every claim saves at least one figure, and each PNG opens."""
+    import matplotlib.image as mpimg
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for rel in record["figures"]:
+        image = mpimg.imread(out_dir / rel)
+        assert image.ndim == 3 and min(image.shape[:2]) > 50

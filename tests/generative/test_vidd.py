@@ -218,6 +218,19 @@ def test_elbo_and_checkpoint_roundtrip(tiny, tmp_path):
     assert torch.allclose(back(x), model(x))
 
 
+def test_fine_tuner_base_is_abstract(tiny):
+    from iclr26.generative.vidd.trainers import _FineTuner
+
+    with pytest.raises(TypeError, match="abstract"):
+        _FineTuner(tiny[0], count_a)
+
+    class NoEpoch(_FineTuner):  # gives the query count but no epoch
+        queries_per_epoch = 8
+
+    with pytest.raises(TypeError, match="_epoch"):
+        NoEpoch(tiny[0], count_a)
+
+
 @pytest.fixture(scope="module")
 def claims_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("vidd-claims")  # the four claims share one experiment
@@ -230,3 +243,14 @@ def test_claims_smoke(name, claims_dir):
     rec = run_claim("vidd", name, "smoke", out_dir=claims_dir)
     assert rec["verdict"] != "error", rec["traceback"]
     assert contract_problems(rec) == []
+    _assert_figures(rec, claims_dir)
+
+
+def _assert_figures(record, out_dir):
+    """Every claim saves at least one figure, and each PNG opens."""
+    import matplotlib.image as mpimg
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for rel in record["figures"]:
+        image = mpimg.imread(out_dir / rel)
+        assert image.ndim == 3 and min(image.shape[:2]) > 50

@@ -404,6 +404,16 @@ def test_replug_lm_losses_and_training(tiny):
 # ---------------------------------------------------------------- claims
 
 
+def _assert_figures_open(record, out_dir):
+    """Every claim saves at least one figure, and each one is a PNG that opens."""
+    from PIL import Image
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for name in record["figures"]:
+        with Image.open(out_dir / name) as image:
+            assert image.format == "PNG" and min(image.size) > 0
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -418,3 +428,7 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("revela", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert not contract_problems(record)
+    _assert_figures_open(record, tmp_path)
+    if name == "revela-vs-contriever":  # training times come from the timing helper
+        for timings in record["metrics"]["train_timing"].values():
+            assert all(t["count_steps"] > 0 and t["cpu_s"] > 0 for t in timings)

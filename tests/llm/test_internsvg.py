@@ -442,3 +442,14 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert not contract_problems(record)
     assert record["metrics"] and record["baseline"]
+    _assert_figures(record, tmp_path)
+
+
+def _assert_figures(record, out_dir):
+    """Every claim saves at least one figure, and each PNG opens."""
+    import matplotlib.image as mpimg
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for rel in record["figures"]:
+        image = mpimg.imread(out_dir / rel)
+        assert image.ndim == 3 and min(image.shape[:2]) > 50

@@ -440,6 +440,16 @@ def test_reasoning_qat_fit_end_to_end():
 # ------------------------------------------------------------------ claims at smoke scale
 
 
+def _assert_figures_open(record, out_dir):
+    """Every claim saves at least one figure, and each one is a PNG that opens."""
+    from PIL import Image
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for name in record["figures"]:
+        with Image.open(out_dir / name) as image:
+            assert image.format == "PNG" and min(image.size) > 0
+
+
 @pytest.mark.parametrize(
     "name", ["mixed-domain-calibration", "two-bit-pipeline-vs-ptq", "teacher-vs-self-reweighting"]
 )
@@ -447,6 +457,7 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("qat_reasoning", name, scale="smoke", out_dir=tmp_path)
     assert record["verdict"] in {"reproduced", "not reproduced", "inconclusive"}, record["reason"]
     assert record["metrics"] and record["baseline"]
+    _assert_figures_open(record, tmp_path)
 
 
 def test_cli_quantizes_a_local_model(tmp_path):

@@ -339,6 +339,16 @@ def test_random_projection_keeps_rank_and_filter(proj):
 # ------------------------------------------------------------------ claims
 
 
+def _assert_figures_open(record, out_dir):
+    """Every claim saves at least one figure, and each one is a PNG that opens."""
+    from PIL import Image
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for name in record["figures"]:
+        with Image.open(out_dir / name) as image:
+            assert image.format == "PNG" and min(image.size) > 0
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -351,3 +361,8 @@ def test_random_projection_keeps_rank_and_filter(proj):
 def test_claims_smoke(name, tmp_path):
     record = run_claim("seka", name, scale="smoke", out_dir=tmp_path)
     assert record["verdict"] in {"reproduced", "not reproduced"}, record.get("traceback")
+    _assert_figures_open(record, tmp_path)
+    if name == "steering-efficacy":  # setup times come from the timing helper, with counts
+        row = record["metrics"]["per_seed"][0]
+        assert row["pasta_search"]["count_heads_scored"] > 0
+        assert row["projection_build"]["count_prompts_encoded"] > 0

@@ -372,6 +372,16 @@ def test_recommender_end_to_end_and_unknown_users():
     assert rec.cold_start_predictions_ == 2
 
 
+def _assert_figures_open(record, out_dir):
+    """Every claim saves at least one figure, and each one is a PNG that opens."""
+    from PIL import Image
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for name in record["figures"]:
+        with Image.open(out_dir / name) as image:
+            assert image.format == "PNG" and min(image.size) > 0
+
+
 @pytest.mark.parametrize(
     "name", ["C1-sketch-saves-tokens", "C2-internalised-reasoning", "C3-beats-matrix-factorisation"]
 )
@@ -379,4 +389,4 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("siren", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert not contract_problems(record)
-    assert record["figures"]
+    _assert_figures_open(record, tmp_path)

@@ -197,11 +197,22 @@ def test_sft_learns_captions(tasks):
     assert 0.0 <= evaluate(policy, tasks, n=4, max_new_tokens=6) <= 1.0
 
 
+def _assert_figures_open(record, out_dir):
+    """Every claim saves at least one figure, and each one is a PNG that opens."""
+    from PIL import Image
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for name in record["figures"]:
+        with Image.open(out_dir / name) as image:
+            assert image.format == "PNG" and min(image.size) > 0
+
+
 @pytest.mark.parametrize("name", ["pad-gradient-stagnation", "text-cold-start", "staged-text-rl"])
 def test_claims_at_smoke_scale(name, tmp_path):
     record = run_claim("revisual_r1", name, "smoke", out_dir=tmp_path)
     assert record["traceback"] is None, record["traceback"]
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive")
+    _assert_figures_open(record, tmp_path)
     if name == "pad-gradient-stagnation":
         m = record["metrics"]
         assert m["grpo_updates_per_s"] > 0 and m["grpo_rollout_tokens_per_s"] > 0

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 from mambapy.mamba import MambaBlock
+from PIL import Image
 
 from iclr26.three_d.fore_mamba3d import (
     CenterHead,
@@ -283,3 +284,36 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("fore_mamba3d", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced"), record.get("reason")
     assert record["metrics"] and record["baseline"]
+    assert record["figures"], "every claim saves a figure"
+    for fig in record["figures"]:
+        with Image.open(tmp_path / fig) as im:
+            im.verify()
+
+
+def test_full_scale_path_runs_on_an_explicit_device(tmp_path, monkeypatch):
+    """Full scale's code path (device from ctx, disk checkpoint keyed by the device) on a tiny
+    setting, with device="cpu" passed explicitly."""
+    from iclr26.claims import Context
+    from iclr26.three_d.fore_mamba3d import claims
+
+    assert claims._device(Context(scale="full", device="cuda:1")) == "cuda:1"
+    assert claims._device(Context(scale="quick", device="cuda:1")) == "cpu"
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    tiny = dict(grid=GRID, dim=4, n_train=1, n_test=1, steps=1, patch=16, seeds=1)
+    exp = claims._build_experiment("full", 0, "cpu", cache=True, setting=tiny)
+    (ckpt,) = (tmp_path / "fore_mamba3d").glob("experiment-*.pt")
+    stored = torch.load(ckpt, weights_only=True)
+    for name in claims._models(tiny):
+        assert all(t.device.type == "cpu" for t in stored[name]["state"].values())
+        assert all(p.device.type == "cpu" for p in exp[name]["model"].parameters())
+        assert all(isinstance(m, float) for m in stored[name]["map"])
+    assert exp["_device"] == "cpu"
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(claims, "_train_all", no_training)
+    again = claims._build_experiment("full", 0, "cpu", cache=True, setting=tiny)  # loads
+    assert again["fore_mamba3d"]["map"] == exp["fore_mamba3d"]["map"]
+    with pytest.raises(AssertionError, match="trained again"):  # the device is in the key
+        claims._build_experiment("full", 0, "meta", cache=True, setting=tiny)

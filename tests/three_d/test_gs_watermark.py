@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from iclr26.claims import run_claim
 from iclr26.three_d.gs_raster import orbit_cameras
@@ -152,6 +153,35 @@ def test_claims_smoke(name, tmp_path):
     r = run_claim("gs_watermark", name, "smoke", out_dir=tmp_path)
     assert r["verdict"] in ("reproduced", "not reproduced"), r.get("traceback")
     assert r["baseline"] and r["metrics"]
+    assert r["figures"], "every claim saves a figure"
+    for fig in r["figures"]:
+        with Image.open(tmp_path / fig) as im:
+            im.verify()
+
+
+def test_full_scale_path_runs_on_an_explicit_device(tmp_path, monkeypatch):
+    """Full scale's code path (device from ctx, JSON cache keyed by the device) on the smoke
+    setting, with device="cpu" passed explicitly: the same numbers as the in-memory run."""
+    import json
+
+    from iclr26.claims import Context
+    from iclr26.three_d.gs_watermark import claims
+
+    assert claims._device(Context(scale="full", device="cuda:1")) == "cuda:1"
+    assert claims._device(Context(scale="quick", device="cuda:1")) == "cpu"
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    exp = claims._build_experiment("smoke", 0, "cpu", cache=True)
+    (cached,) = (tmp_path / "gs_watermark").glob("experiment-*.json")
+    assert json.loads(cached.read_text()) == exp and exp["device"] == "cpu"
+    assert exp["rows"] == claims._experiment("smoke", 0, "cpu")["rows"]
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("ran again")
+
+    monkeypatch.setattr(claims, "_run_experiment", no_run)
+    assert claims._build_experiment("smoke", 0, "cpu", cache=True) == exp  # read back
+    with pytest.raises(AssertionError, match="ran again"):  # the device is in the key
+        claims._build_experiment("smoke", 0, "meta", cache=True)
 
 
 def test_frequency_error_zero_on_identical_and_high_pass_linear():

@@ -268,6 +268,13 @@ def test_scene_data_has_structured_sparsity():
     assert d["train_images"].shape == (2, 16, 16, 3) and float(d["train_images"].min()) >= 0
 
 
+@pytest.fixture(scope="module")
+def claims_dir(tmp_path_factory):
+    """One output folder for the smoke claims, so that they share the models they train (the
+    room caches a trained model per output folder within a process)."""
+    return tmp_path_factory.mktemp("horseshoe-claims")
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -278,7 +285,11 @@ def test_scene_data_has_structured_sparsity():
         "contraction-trend",
     ],
 )
-def test_claims_run_at_smoke_scale(name, tmp_path):
-    record = run_claim("horseshoe_splatting", name, "smoke", out_dir=tmp_path)
+def test_claims_run_at_smoke_scale(name, claims_dir):
+    record = run_claim("horseshoe_splatting", name, "smoke", out_dir=claims_dir)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert not contract_problems(record)
+    # every claim saves at least one figure (titled with its verdict), and each is a PNG
+    assert record["figures"], record["claim"]
+    for figure in record["figures"]:
+        assert (claims_dir / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

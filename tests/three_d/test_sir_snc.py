@@ -170,3 +170,7 @@ def test_smoke_claims_run(tmp_path):
     for name in ("sir-compact-precise", "bd-rate-vs-draco", "learned-codec-matters", "decode-time"):
         rec = run_claim("sir_snc", name, scale="smoke", out_dir=tmp_path)
         assert rec["verdict"] in {"reproduced", "not reproduced", "inconclusive"}, rec
+        # every claim saves at least one figure (titled with its verdict), and each is a PNG
+        assert rec["figures"], name
+        for figure in rec["figures"]:
+            assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -389,3 +389,12 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("world_model_3wm", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced"), record.get("reason")
     assert record["metrics"] and record["baseline"] and record["checks"]
+    # every claim saves at least one figure (titled with its verdict), and each is a PNG
+    assert record["figures"], name
+    for figure in record["figures"]:
+        assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the experiment's times come from the timing helper, with load-free counts beside them
+    timing = record["metrics"]["experiment_timing"]
+    assert timing["train"]["count_transformer_steps"] == 2 * 3  # 3WM and S2, 3 steps each
+    assert timing["evaluate"]["count_transformer_calls"] > 0
+    assert timing["train"]["cpu_s"] > 0 and timing["train"]["repeat"] == 1

@@ -392,13 +392,39 @@ def test_held_out_score_leaves_out_overlapping_entries():
 
 
 # ------------------------------------------------------------------ claims at smoke scale
+
+
+def _assert_figures_open(record, out_dir):
+    """Every claim saves at least one figure, and each one is a PNG that opens."""
+    from PIL import Image
+
+    assert record["figures"], f"{record['claim']} saved no figure"
+    for name in record["figures"]:
+        with Image.open(out_dir / name) as image:
+            assert image.format == "PNG" and min(image.size) > 0
+
+
 @pytest.mark.parametrize(
     "name", ["beats-baselines", "lightweight", "loss-ablation", "memory-compression"]
 )
 def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("paano", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record["traceback"]
-    assert record["metrics"] and record["figures"]
+    assert record["metrics"]
+    _assert_figures_open(record, tmp_path)
+    timing = record["metrics"]["claim_timing"]  # the claim's CPU time, from the timing helper
+    assert record["metrics"]["claim_cpu_s"] == timing["cpu_s"] > 0
+    assert any(k.startswith("count_") and v > 0 for k, v in timing.items())
+
+
+def test_evaluate_times_fit_and_scoring_with_counts():
+    from iclr26.timeseries.paano import SubPCA, evaluate, make_series
+
+    series = make_series("sine", length=600, train_frac=0.4, seed=0)
+    out = evaluate(SubPCA(), series)
+    assert out["fit_cpu_s"] >= 0 and out["score_s"] >= 0 and 0 <= out["VUS-PR"] <= 1
+    assert out["count_train_points"] == len(series.train)
+    assert out["count_scored_points"] == len(series.values)
 
 
 def test_detect_checks_output_folders_before_work_and_names_text_columns(tmp_path, capsys):

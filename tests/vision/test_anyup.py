@@ -251,3 +251,4 @@ def test_claims_smoke(name, tmp_path):
     assert record["traceback"] is None, record["traceback"]
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive")
     assert contract_problems(record) == []
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])

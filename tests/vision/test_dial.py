@@ -198,6 +198,7 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     assert record["traceback"] is None, record["traceback"]
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive")
     assert contract_problems(record) == []
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])
 
 
 @pytest.mark.slow

@@ -180,9 +180,9 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("iecl", name, "smoke", out_dir=tmp_path)
     assert record["traceback"] is None, record["traceback"]
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive")
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])
     if name == "small-batch-gain":
         m = record["metrics"]
         assert m["step_flop_ratio_iecl_over_simclr"] > 1.0
         assert "count_flops_per_step" in m["iecl_step"]
         assert len(m["delta_h_curve"]) == len(m["reg_curve"]) > 1
-        assert record["figures"]

@@ -278,3 +278,4 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("ivpt", name, scale="smoke", out_dir=tmp_path)
     assert record["verdict"] != "error", record.get("traceback")
     assert contract_problems(record) == []
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])

@@ -216,7 +216,7 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("pcg", name, "smoke", out_dir=tmp_path)
     assert record["traceback"] is None, record["traceback"]
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive")
-    assert record["figures"]
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])
     if name == "semantic-validity":
         timing = record["metrics"]["timing"]
         assert timing["PCG"]["count_generator_images_per_cf"] > 0

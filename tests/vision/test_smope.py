@@ -421,6 +421,7 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("smope", name, scale="smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert contract_problems(record) == []
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])
     if name == "one-pass-fewer-params":
         assert record["metrics"]["smope_passes_per_image"] == 1
         assert record["baseline"]["l2p_lite"]["passes_per_image"] == 2

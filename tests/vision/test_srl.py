@@ -231,3 +231,4 @@ def test_claims_smoke(name, tmp_path):
     record = run_claim("srl", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert contract_problems(record) == []
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])

@@ -169,3 +169,4 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("tarf", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert record["baseline"]
+    assert record["figures"] and all((tmp_path / f).is_file() for f in record["figures"])

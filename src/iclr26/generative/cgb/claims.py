@@ -192,8 +192,8 @@ def one_step_matches_ode(ctx: Context) -> Result:
         metrics["time_ratio_10nfe_over_1nfe"] >= 3
     )
 
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    for ax, task in zip(axes, TASKS, strict=True):
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
+    for ax, task in zip(axes[:2], TASKS, strict=True):
         xs = [1, 10, 50]
         ax.plot(
             xs, [baseline["flow_ode"][f"psnr_{n}nfe_{task}"] for n in xs], "o-", label="flow ODE"
@@ -207,11 +207,19 @@ def one_step_matches_ode(ctx: Context) -> Result:
         ax.set_ylabel("PSNR (dB)")
         ax.set_title(task)
         ax.legend(fontsize=7)
-    axes[0].set_title(
-        f"{TASKS[0]}; sr4 time ratio ODE@10 / CGB@1 = {metrics['time_ratio_10nfe_over_1nfe']:.1f}"
-        " (>= 3)",
-        fontsize=8,
-    )
+    ax = axes[2]
+    per_image = {
+        "CGB, 1 NFE": metrics["cpu_s_per_image_cgb_1nfe"],
+        "ODE, 10 NFE": baseline["flow_ode"]["cpu_s_per_image_10nfe"],
+        "ODE, 50 NFE": baseline["flow_ode"]["cpu_s_per_image_50nfe"],
+    }
+    ax.bar(list(per_image), [v * 1e3 for v in per_image.values()], color=["tab:red", "C0", "C0"])
+    ctx.mark_threshold(ax, per_image["ODE, 10 NFE"] * 1e3 / 3, "CGB@1 <= ODE@10 / 3", color="red")
+    ax.set_yscale("log")
+    ax.set_ylabel("CPU ms per image (sr4)")
+    ax.set_title(f"time ratio ODE@10 / CGB@1 = {metrics['time_ratio_10nfe_over_1nfe']:.1f}")
+    ax.tick_params(axis="x", labelsize=7)
+    ax.legend(fontsize=7)
     result = Result.judge(metrics=metrics, baseline=baseline, required=required)
     return ctx.save_judged(fig, SLUG, "one-step-matches-ode", result)
 
@@ -243,11 +251,27 @@ def beats_bridge_one_step(ctx: Context) -> Result:
         }
     }
     metrics["gain_db"] = metrics["psnr_cgb_1nfe_sr4"] - base["brownian_bridge"]["psnr_1nfe_sr4"]
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=base,
         required={"CGB@1 >= bridge@1 + 0.3 dB": metrics["gain_db"] >= 0.3},
     )
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    bars = {
+        "CGB, 1 NFE": metrics["psnr_cgb_1nfe_sr4"],
+        "bridge, 1 NFE": base["brownian_bridge"]["psnr_1nfe_sr4"],
+        "bridge, 10 NFE": base["brownian_bridge"]["psnr_10nfe_sr4"],
+    }
+    ax.bar(list(bars), list(bars.values()), color=["tab:red", "C0", "C7"])
+    for k, (a, b) in enumerate(zip(cgb_vals, bridge_vals, strict=True)):
+        ax.plot([0, 1], [a, b], "k.", ms=4, label="per seed" if k == 0 else None)
+    need = bars["bridge, 1 NFE"] + 0.3
+    ctx.mark_threshold(ax, need, "CGB@1 >= bridge@1 + 0.3 dB", color="red")
+    ax.set_ylim(min(*bars.values(), need) - 1.0, max(*bars.values(), need) + 2.0)
+    ax.set_ylabel("x4 SR test PSNR (dB)")
+    ax.set_title(f"gain {metrics['gain_db']:+.2f} dB (criterion >= +0.3)", fontsize=8)
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "beats-bridge-one-step", result)
 
 
 @claim(
@@ -348,4 +372,25 @@ def lower_action(ctx: Context) -> Result:
             (y - x0).flatten(1).pow(2).sum(1).mean()
         )
         required[f"{task}: action(CGB) < action(flow)"] = cgb_a < flow_a
-    return Result.judge(metrics=metrics, baseline=base, required=required)
+    result = Result.judge(metrics=metrics, baseline=base, required=required)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    for ax, task in zip(axes, TASKS, strict=True):
+        bars = {
+            f"CGB (T0={metrics[f'T0_{task}']:.1f})": metrics[f"action_cgb_{task}"],
+            "CGB closed form": metrics[f"action_cgb_closed_form_{task}"],
+            "flow noise->data": base["flow_noise_to_data"][f"action_{task}"],
+            "bridge mean path": base["brownian_bridge_mean_path"][f"action_{task}"],
+        }
+        ax.bar(list(bars), list(bars.values()), color=["tab:red", "tab:pink", "C0", "C7"])
+        ctx.mark_threshold(
+            ax,
+            base["flow_noise_to_data"][f"action_{task}"],
+            "CGB (Monte Carlo) < flow's action",
+            color="red",
+        )
+        ax.margins(y=0.3)  # room for the legend above the threshold line
+        ax.set_ylabel("action per patch (Monte Carlo)")
+        ax.set_title(task)
+        ax.tick_params(axis="x", labelsize=7, rotation=15)
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "lower-action", result)

@@ -227,7 +227,33 @@ def _bar_figure(ctx, exp, key, name, result, needed: dict, needed_label: str, me
     ax.hlines([needed.get(r, np.nan) for r in regimes], x - w / 2, x + 0.8 - w / 2,
               colors="black", linestyles="--", linewidth=1.0, label=needed_label)  # fmt: skip
     ax.set_xticks(x + 0.4 - w / 2, regimes)
+    ax.margins(y=0.4)  # room for the legend above the bars
     ax.set_ylabel(key)
+    ax.legend(fontsize=7, ncol=2)
+    return ctx.save_judged(fig, PAPER, name, result)
+
+
+def _judged_bars(ctx, name, result, values: dict, lines: list, ylabel: str, points=None):
+    """One bar per arm (the method first, in red) of the judged number, the criterion's
+    thresholds ``lines`` = [(value, label)] as dashed lines, and optional per-item ``points``
+    {arm: values} over the bars; titled with the verdict and attached to ``result``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    names = list(values)
+    ax.bar(names, [values[k] for k in names], color=["tab:red"] + ["C0"] * (len(names) - 1))
+    for i, k in enumerate(names):
+        pts = np.asarray((points or {}).get(k, []), dtype=float)
+        if len(pts):
+            ax.plot(np.full(len(pts), i), pts, "k.", ms=4, label="per walk" if i == 0 else None)
+    for j, (value, label) in enumerate(lines):
+        ctx.mark_threshold(ax, value, label, linestyle=("--", ":")[j % 2])
+    ax.margins(y=0.25)  # room for the legend above the bars
+    ax.set_ylabel(ylabel)
+    ax.tick_params(axis="x", labelsize=7, rotation=15)
     ax.legend(fontsize=7)
     return ctx.save_judged(fig, PAPER, name, result)
 
@@ -309,11 +335,19 @@ def robustness(ctx: Context) -> Result:
     metrics = {"failure_rate": pooled("coguide")}
     metrics.update({f"failure_rate_{r}": res["coguide"][r]["failure_rate"] for r in REGIMES})
     baseline = {m: {"failure_rate": pooled(m)} for m in METHODS[1:]}
+    needed = min(pooled("dps_planner"), pooled("inpainting"))
     required = {
-        "CoGuide failure rate <= min(DPS-planner, inpainting)": metrics["failure_rate"]
-        <= min(pooled("dps_planner"), pooled("inpainting"))
+        "CoGuide failure rate <= min(DPS-planner, inpainting)": metrics["failure_rate"] <= needed
     }
-    return Result.judge(metrics=metrics, required=required, baseline=baseline)
+    result = Result.judge(metrics=metrics, required=required, baseline=baseline)
+    return _judged_bars(
+        ctx,
+        "robustness",
+        result,
+        {m: pooled(m) for m in METHODS},
+        [(needed, "CoGuide <= min(DPS-planner, inpainting)")],
+        "share of samples with M1 < 0.5 (pooled)",
+    )
 
 
 def _perturb(x, rng, k):
@@ -366,10 +400,27 @@ def surrogate(ctx: Context) -> Result:
         "untrained_encoders": {"median_spearman": float(np.nanmedian(rhos_untrained))},
         "negative_intersection_penalty": {"median_spearman": float(np.nanmedian(rhos_feas))},
     }
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         required={"median Spearman rho >= 0.5": bool(med >= 0.5)},
         baseline=baseline,
+    )
+    arms = {
+        "trained s(x, y)": rhos,
+        "untrained encoders": rhos_untrained,
+        "-penalty alone": rhos_feas,
+    }
+    medians = {
+        k: float(np.nanmedian(v)) if np.isfinite(v).any() else np.nan for k, v in arms.items()
+    }
+    return _judged_bars(
+        ctx,
+        "surrogate-tracks-likelihood",
+        result,
+        medians,
+        [(0.5, "median rho >= 0.5 (trained)")],
+        "Spearman rho with M1 (bar: median)",
+        points=arms,
     )
 
 
@@ -384,10 +435,18 @@ def surrogate(ctx: Context) -> Result:
 def adam_vs_gd(ctx: Context) -> Result:
     res = _experiment(ctx.scale.value, ctx.seed, _device(ctx))["results"]
     a, g = res["coguide"]["sparse"]["iou"], res["coguide_gd"]["sparse"]["iou"]
-    return Result.judge(
+    result = Result.judge(
         metrics={"iou_sparse": a, "m1_sparse": res["coguide"]["sparse"]["m1"]},
         baseline={"coguide_gd": {"iou_sparse": g, "m1_sparse": res["coguide_gd"]["sparse"]["m1"]}},
         required={"IoU Adam >= IoU GD + 0.03": a >= g + 0.03},
+    )
+    return _judged_bars(
+        ctx,
+        "adam-beats-gd",
+        result,
+        {"CoGuide, Adam": a, "CoGuide, GD": g},
+        [(g + 0.03, "Adam >= GD + 0.03")],
+        "sparse free-space IoU",
     )
 
 
@@ -402,7 +461,7 @@ def adam_vs_gd(ctx: Context) -> Result:
 def penalty(ctx: Context) -> Result:
     res = _experiment(ctx.scale.value, ctx.seed, _device(ctx))["results"]
     a, b = res["coguide"]["sparse"]["iou"], res["coguide_no_penalty"]["sparse"]["iou"]
-    return Result.judge(
+    result = Result.judge(
         metrics={"iou_sparse": a, "feasibility_sparse": res["coguide"]["sparse"]["feasibility"]},
         baseline={
             "lambda_int_0": {
@@ -411,6 +470,14 @@ def penalty(ctx: Context) -> Result:
             }
         },
         required={"IoU with penalty >= without + 0.02": a >= b + 0.02},
+    )
+    return _judged_bars(
+        ctx,
+        "intersection-penalty-helps",
+        result,
+        {"lambda_int > 0": a, "lambda_int = 0": b},
+        [(b + 0.02, "with >= without + 0.02")],
+        "sparse free-space IoU",
     )
 
 
@@ -448,11 +515,24 @@ def sampling_cost(ctx: Context) -> Result:
         "coguide": timings["coguide"].to_dict(),
     }
     baseline = {m: timings[m].to_dict() for m in ("unguided", "dps_planner")}
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
             "CoGuide CPU time <= DPS-planner CPU time": timings["coguide"].cpu_s
             <= timings["dps_planner"].cpu_s
         },
+    )
+
+    def label(m):
+        c = timings[m].counts
+        return f"{m}\n{c.get('forward_passes', 0):g} fwd / {c.get('backward_passes', 0):g} bwd"
+
+    return _judged_bars(
+        ctx,
+        "sampling-cost",
+        result,
+        {label(m): timings[m].cpu_s for m in ("coguide", "unguided", "dps_planner")},
+        [(timings["dps_planner"].cpu_s, "CoGuide <= DPS-planner")],
+        f"CPU s to sample {len(ys)} plans",
     )

@@ -14,6 +14,7 @@ walked cells as free space (RePaint-style projection).
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Sequence
 
@@ -159,10 +160,13 @@ class DDIMSampler:
         self.counts = {"forward": 0, "backward": 0, "planner_iters": 0}
 
     def eta(self) -> np.ndarray:
+        """The guidance step size per DDIM step: zero everywhere for the unguided chain."""
         return np.zeros(self.steps)
 
     def guidance_loss(self, x0: torch.Tensor, state: dict) -> torch.Tensor:
-        raise NotImplementedError
+        """Per-sample guidance loss on the Tweedie estimate: none for the unguided chain (its
+        step size is zero, so this is never evaluated; guided samplers override it)."""
+        return x0.new_zeros(len(x0))
 
     def prepare(self, ys: list[Trajectory], n: int) -> dict:
         s = self.prior.size
@@ -229,8 +233,9 @@ class DDIMSampler:
         return x[:, 0].cpu().numpy()
 
 
-class _GuidedDDIM(DDIMSampler):
-    """Shared step-size schedule, optimiser and intersection penalty of the guided samplers."""
+class _GuidedDDIM(DDIMSampler, abc.ABC):
+    """Shared step-size schedule, optimiser and intersection penalty of the guided samplers; a
+    subclass gives the guidance loss."""
 
     def __init__(
         self,
@@ -262,6 +267,11 @@ class _GuidedDDIM(DDIMSampler):
 
     def eta(self) -> np.ndarray:
         return self._etas
+
+    @abc.abstractmethod
+    def guidance_loss(self, x0: torch.Tensor, state: dict) -> torch.Tensor:
+        """Per-sample guidance loss l(x0_hat) whose gradient through the epsilon-model moves
+        the DDIM proposal (shape ``(len(x0),)``)."""
 
     def prepare(self, ys, n):
         state = super().prepare(ys, n)
@@ -369,9 +379,6 @@ class InpaintingSampler(DDIMSampler):
     """Measurement as inpainting (the B2 baseline): after every DDIM step the walked cells are
     replaced by the forward-noised value of "free" (-1) at the new time, RePaint-style; only
     "walked cells are not walls" is used."""
-
-    def guidance_loss(self, x0, state):  # never called: eta is zero
-        raise NotImplementedError
 
     def project(self, x_prev, t_prev, state, noise_gen):
         ab = self.prior.alpha_bar[t_prev]

@@ -9,6 +9,7 @@ source and the settings: claims of one run split its methods between them and lo
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -86,10 +87,22 @@ def _summary(x: torch.Tensor, reward: MotifReward, data: np.ndarray, pre: Masked
     }
 
 
+_RUNS: dict[tuple, dict] = {}  # one experiment per (scale, seed, device) in this process
+
+
 def _run(ctx: Context) -> dict:
-    """The experiment all four claims read. Beyond smoke scale it is shared on disk and split
-    by method: claims running side by side each train the methods no other claim is training,
-    then load the rest (every method is seeded from the run's seed alone)."""
+    """The experiment all four claims read, computed once per process. Beyond smoke scale it
+    is also shared on disk and split by method: claims running side by side each train the
+    methods no other claim is training, then load the rest (every method is seeded from the
+    run's seed alone)."""
+    key = (ctx.scale.value, ctx.seed, str(ctx.device))
+    if key not in _RUNS:
+        _RUNS.clear()  # keep one: a process runs one setting at a time
+        _RUNS[key] = _compute_run(ctx)
+    return copy.deepcopy(_RUNS[key])
+
+
+def _compute_run(ctx: Context) -> dict:
     s = _setting(ctx)
     reward = MotifReward()
     data = make_dna_dataset(s["n_data"], s["L"], seed=ctx.seed)
@@ -188,32 +201,26 @@ def _plt():
     return plt
 
 
-def _curve_figure(ctx: Context, run: dict, name: str, threshold: float | None = None,
-                  bars: tuple | None = None):  # fmt: skip
-    """Reward curves of the first seed; ``bars`` = (values, [(threshold, label)], ylabel) adds a
-    panel of a judged number with the criterion's lines."""
+def _curve_figure(ctx: Context, run: dict, bars: tuple):
+    """Reward curves of the first seed (context) beside a panel of the judged number, ``bars``
+    = (values {arm: value}, VIDD first, [(threshold, label)], ylabel), with the criterion's
+    thresholds drawn as dashed lines."""
     plt = _plt()
-    if bars is None:
-        fig, ax = plt.subplots(figsize=(5, 3.2))
-    else:
-        fig, (ax, ax_bar) = plt.subplots(
-            1, 2, figsize=(8.5, 3.4), gridspec_kw={"width_ratios": [3, 2]}
-        )
-        values, lines, ylabel = bars
-        ax_bar.bar(list(values), list(values.values()), color=["C0"] + ["C7"] * (len(values) - 1))
-        for k, (value, label) in enumerate(lines):
-            ctx.mark_threshold(ax_bar, value, label, linestyle=("--", ":")[k % 2])
-        ax_bar.set_ylabel(ylabel)
-        ax_bar.tick_params(axis="x", labelsize=7, rotation=15)
-        ax_bar.legend(fontsize=7)
+    fig, (ax, ax_bar) = plt.subplots(1, 2, figsize=(8.5, 3.4), gridspec_kw={"width_ratios": [3, 2]})
+    values, lines, ylabel = bars
+    ax_bar.bar(list(values), list(values.values()), color=["C0"] + ["C7"] * (len(values) - 1))
+    for k, (value, label) in enumerate(lines):
+        ctx.mark_threshold(ax_bar, value, label, linestyle=("--", ":")[k % 2])
+    ax_bar.margins(y=0.25)  # room for the legend above the bars
+    ax_bar.set_ylabel(ylabel)
+    ax_bar.tick_params(axis="x", labelsize=7, rotation=20)
+    ax_bar.legend(fontsize=7)
     sd = run["seeds"][0]
     for method in METHODS:
         c = np.array(sd[method]["curve"])
         if len(c):
             ax.plot(c[:, 0], c[:, 1], marker=".", label=method)
     ax.axhline(sd["best_of_n"]["median_reward"], color="gray", ls=":", label="best-of-N")
-    if threshold is not None:
-        ctx.mark_threshold(ax, threshold, "DDPO + 0.25 sigma_pre")
     ax.set_xlabel("reward queries")
     ax.set_ylabel("median reward (monitor samples)")
     ax.legend(fontsize=7)
@@ -261,7 +268,16 @@ def reward_claim(ctx: Context) -> Result:
         "ddpo_fit": run["seeds"][0]["ddpo"]["fit"],
     }
     base = _baselines(run, ("median_reward", "mean_reward"))
-    fig = _curve_figure(ctx, run, "reward", ddpo + 0.25 * sig)
+    finals = {"vidd": vidd} | {m: v["median_reward"] for m, v in base.items()}
+    fig = _curve_figure(
+        ctx,
+        run,
+        bars=(
+            finals,
+            [(ddpo + 0.25 * sig, "VIDD >= DDPO + 0.25 sigma_pre"), (bon, "VIDD >= best-of-N")],
+            "median reward, final samples",
+        ),
+    )
     result = Result.judge(
         metrics=metrics,
         baseline=base,
@@ -301,7 +317,6 @@ def stability_claim(ctx: Context) -> Result:
     fig = _curve_figure(
         ctx,
         run,
-        "stability",
         bars=(share, [(0.10, "VIDD <= 10%"), (share["ddpo"], "VIDD <= DDPO's")],
               "share of checkpoints that fell back"),
     )  # fmt: skip
@@ -330,11 +345,23 @@ def diversity_claim(ctx: Context) -> Result:
     run = _run(ctx)
     vidd, ddpo = _mean(run, "vidd", "diversity"), _mean(run, "ddpo", "diversity")
     pre = run["pretrained"]["diversity"]
-    return Result.judge(
+    base = _baselines(run, ("diversity", "median_reward"))
+    result = Result.judge(
         metrics={"diversity": vidd, "median_reward": _mean(run, "vidd", "median_reward")},
-        baseline=_baselines(run, ("diversity", "median_reward")),
+        baseline=base,
         required={"VIDD >= DDPO": vidd >= ddpo, "VIDD >= 0.6 x pretrained": vidd >= 0.6 * pre},
     )
+    values = {"vidd": vidd} | {m: v["diversity"] for m, v in base.items()}
+    fig = _curve_figure(
+        ctx,
+        run,
+        bars=(
+            values,
+            [(ddpo, "VIDD >= DDPO"), (0.6 * pre, "VIDD >= 0.6 x pretrained")],
+            "mean pairwise Hamming / L",
+        ),
+    )
+    return ctx.save_judged(fig, PAPER, "diversity", result)
 
 
 @claim(
@@ -352,11 +379,16 @@ def naturalness_claim(ctx: Context) -> Result:
     corr = _mean(run, "vidd", "kmer3_corr")
     base = _baselines(run, ("kmer3_corr", "elbo_pre"))
     base["data_heldout"] = run["data_heldout"]
-    return Result.judge(
+    result = Result.judge(
         metrics={"kmer3_corr": corr, "elbo_pre": _mean(run, "vidd", "elbo_pre")},
         baseline=base,
         required={"VIDD 3-mer correlation >= 0.8": corr >= 0.8},
     )
+    values = {"vidd": corr} | {m: v["kmer3_corr"] for m, v in base.items()}
+    fig = _curve_figure(
+        ctx, run, bars=(values, [(0.8, "VIDD >= 0.8")], "3-mer frequency correlation with the data")
+    )
+    return ctx.save_judged(fig, PAPER, "naturalness", result)
 
 
 __all__ = ["diversity_claim", "naturalness_claim", "reward_claim", "stability_claim"]

@@ -12,6 +12,7 @@ summed over newly unmasked positions. The teacher is refreshed every
 
 from __future__ import annotations
 
+import abc
 import copy
 from collections.abc import Callable
 from typing import Any
@@ -85,9 +86,10 @@ def _masked_mean_logp(logp: torch.Tensor, x0: torch.Tensor, masked: torch.Tensor
     return (picked * masked).sum(-1) / masked.sum(-1).clamp(min=1)
 
 
-class _FineTuner:
+class _FineTuner(abc.ABC):
     """Shared bookkeeping: frozen pretrained copy, trainable student, counted oracle,
-    Adam with gradient clipping, epoch loop under an epoch or reward-query budget."""
+    Adam with gradient clipping, epoch loop under an epoch or reward-query budget. A subclass
+    gives the reward queries one epoch spends and the epoch itself."""
 
     def __init__(
         self,
@@ -129,11 +131,14 @@ class _FineTuner:
         return self.oracle.queries
 
     @property
+    @abc.abstractmethod
     def queries_per_epoch(self) -> int:
-        raise NotImplementedError
+        """Reward-oracle queries one call of :meth:`_epoch` spends (the budget check)."""
 
+    @abc.abstractmethod
     def _epoch(self) -> dict[str, float]:
-        raise NotImplementedError
+        """One epoch of the method: spend ``queries_per_epoch`` queries, take its gradient
+        steps and return its statistics."""
 
     def _step(self, loss: torch.Tensor) -> None:
         self.opt.zero_grad(set_to_none=True)

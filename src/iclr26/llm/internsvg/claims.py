@@ -69,6 +69,27 @@ def _lengths(tok, svgs: list[str]) -> np.ndarray:
     return np.array([len(tok.encode(s, add_special_tokens=False)) for s in svgs], dtype=float)
 
 
+def _judged_panels(ctx: Context, name: str, result: Result, panels: list) -> Result:
+    """One bar panel per judged quantity: ``panels`` = [(values {arm: value}, method first,
+    [(threshold, label)], ylabel, is_rate)], each threshold a dashed line; a rate (SR,
+    accuracy) gets the axis [-0.05, 1.15]. Titled with the verdict, attached to ``result``."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.3), squeeze=False)
+    for ax, (values, lines, ylabel, is_rate) in zip(axes[0], panels, strict=True):
+        vals = [np.nan if v is None else float(v) for v in values.values()]
+        ax.bar(list(values), vals, color=["tab:red"] + ["C0"] * (len(values) - 1))
+        for k, (value, label) in enumerate(lines):
+            if value is not None and np.isfinite(value):
+                ctx.mark_threshold(ax, value, label, linestyle=("--", ":", "-.")[k % 3])
+        if is_rate:
+            ax.set_ylim(-0.05, 1.15)
+        else:
+            ax.margins(y=0.3)  # room for the legend above the bars
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, name, result)
+
+
 # ------------------------------------------------------------------ T1
 
 
@@ -407,7 +428,7 @@ def _token_ablation(ctx: Context) -> Result:
     m = {c: {key: float(np.mean(v)) for key, v in r.items()} for c, r in res.items()}
     sr_e, sr_t, sr_r = m["subword_mean"]["ill"], m["random"]["ill"], m["raw"]["ill"]
     gain = m["subword_mean"]["psnr"] - m["raw"]["psnr"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "sr_illustration_subword": sr_e,
             "sr_icon_subword": m["subword_mean"]["icon"],
@@ -436,6 +457,26 @@ def _token_ablation(ctx: Context) -> Result:
             f"SR(T) {sr_t:.3f} >= SR(Raw) {sr_r:.3f}": sr_t >= sr_r,
             f"PSNR(T+E) - PSNR(Raw) {gain:+.2f} dB >= 0.5": gain >= 0.5,
         },
+    )
+    arms = {"T+E": "subword_mean", "T": "random", "Raw": "raw"}
+    return _judged_panels(
+        ctx,
+        "token-ablation-table7",
+        result,
+        [
+            (
+                {a: m[c]["ill"] for a, c in arms.items()},
+                [(sr_t, "T+E >= T"), (sr_r, "T >= Raw")],
+                "illustration text-to-SVG SR",
+                True,
+            ),
+            (
+                {a: m[c]["psnr"] for a, c in arms.items()},
+                [(m["raw"]["psnr"] + 0.5, "T+E >= Raw + 0.5 dB")],
+                "PSNR, icons + illustrations (dB)",
+                False,
+            ),
+        ],
     )
 
 
@@ -504,7 +545,7 @@ def _two_stage(ctx: Context) -> Result:
     d_sr = m["two"]["ill"] - m["one"]["ill"]
     d_psnr = m["two"]["ill_psnr"] - m["one"]["ill_psnr"]
     d_icon = m["two"]["icon"] - m["one"]["icon"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "sr_illustration_two_stage": m["two"]["ill"],
             "psnr_illustration_two_stage": m["two"]["ill_psnr"],
@@ -527,6 +568,32 @@ def _two_stage(ctx: Context) -> Result:
             ),
             f"icon SR change {d_icon:+.3f} >= -0.02": d_icon >= -0.02,
         },
+    )
+    arms = {"two-stage": "two", "one-stage": "one"}
+    return _judged_panels(
+        ctx,
+        "two-stage-curriculum",
+        result,
+        [
+            (
+                {a: m[c]["ill"] for a, c in arms.items()},
+                [(m["one"]["ill"] + 0.05, "two >= one + 0.05 (or the PSNR panel)")],
+                "illustration text-to-SVG SR",
+                True,
+            ),
+            (
+                {a: m[c]["ill_psnr"] for a, c in arms.items()},
+                [(m["one"]["ill_psnr"] + 0.5, "two >= one + 0.5 dB (or the SR panel)")],
+                "illustration PSNR (dB)",
+                False,
+            ),
+            (
+                {a: m[c]["icon"] for a, c in arms.items()},
+                [(m["one"]["icon"] - 0.02, "two >= one - 0.02")],
+                "icon text-to-SVG SR",
+                True,
+            ),
+        ],
     )
 
 
@@ -611,7 +678,25 @@ def _unified(ctx: Context) -> Result:
         },
     )
     if note:
-        return Result.inconclusive(
+        judged = Result.inconclusive(
             note, judged.metrics, baseline=judged.baseline, checks=judged.checks
         )
-    return judged
+    return _judged_panels(
+        ctx,
+        "unified-training",
+        judged,
+        [
+            (
+                {"G+U+E": m["gue"]["psnr"], "G only": m["g"]["psnr"]},
+                [(m["g"]["psnr"], "G+U+E >= G only")],
+                "icon text-to-SVG PSNR (dB)",
+                False,
+            ),
+            (
+                {"G+U+E": m["gue"]["acc"], "U only": m["u"]["acc"]},
+                [(m["u"]["acc"], "G+U+E >= U only")],
+                "icon MCQ accuracy",
+                True,
+            ),
+        ],
+    )

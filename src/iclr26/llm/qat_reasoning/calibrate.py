@@ -83,7 +83,9 @@ def run_block(block: nn.Module, hidden: torch.Tensor, kwargs: dict) -> torch.Ten
 
 @dataclass
 class CalibrationReport:
-    """What stage 1 did: per-block MSE at the RTN start and after training, steps, time."""
+    """What stage 1 did: per-block MSE at the RTN start and after training, steps, and
+    ``seconds``, the wall time of the call (a plain timer for the user's information; no claim
+    check reads it)."""
 
     mse_init: list[float] = field(default_factory=list)
     mse_final: list[float] = field(default_factory=list)

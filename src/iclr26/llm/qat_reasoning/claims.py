@@ -473,4 +473,16 @@ def teacher_vs_self_reweighting(ctx: Context) -> Result:
         baseline={"self_weights_dft": {"em": em_s, "per_seed": scores["student"]}},
         required={"EM(teacher weights) >= EM(self weights)": em_t >= em_s},
     )
-    return _teacher_gate(result, s["teacher_info"])
+    result = _teacher_gate(result, s["teacher_info"])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    labels = ["C+R, teacher w.", "C+R, own w. (DFT)", "FP teacher"]
+    ax.bar(labels, [em_t, em_s, s["teacher_scores"]["em_mean"]], color=["C3", "C0", "C7"])
+    for i, source in enumerate(scores):  # the seeds behind each mean
+        ax.scatter(np.full(len(scores[source]), i), scores[source], s=12, c="k", zorder=3)
+    ctx.mark_threshold(ax, em_s, "teacher weights need >= own weights")
+    ax.set_ylabel("mean EM (k=3, 4)")
+    ax.set_title("2-bit stage 2: where the CE weights come from")
+    ax.tick_params(axis="x", labelsize=8)
+    ax.legend(fontsize=8)
+    return ctx.save_judged(fig, PAPER, "teacher-vs-self-reweighting", result)

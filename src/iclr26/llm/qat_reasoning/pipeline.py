@@ -287,7 +287,8 @@ class ReasoningQAT:
     ) -> nn.Module:
         """Quantize a copy of ``teacher`` (left unchanged), calibrate it (stage 1, unless
         ``stage1=False``) and fine-tune it on ``sft_pairs`` (stage 2, when given); returns the
-        quantized model in eval mode."""
+        quantized model in eval mode. ``fit_seconds_`` holds the wall time of the call (a plain
+        timer for the user's information; no claim check reads it)."""
         started = time.perf_counter()
         model_q = self.quantize(teacher)
         if self.stage1:

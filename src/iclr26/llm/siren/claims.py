@@ -345,19 +345,7 @@ def _c1_sketch_saves_tokens(ctx: Context) -> Result:
         "recent_only": {"prompt_tokens": tokens["recent"], **ev["recent"]},
         "full_history": {"prompt_tokens": full_hist, "note": "counted only; exceeds the context"},
     }
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    names = list(FORMATS)
-    axes[0].bar(names, [tokens[n] for n in names], color="tab:blue")
-    ctx.mark_threshold(axes[0], 0.65 * tokens["raw30"], "0.65 x raw30")
-    axes[0].set_ylabel("mean prompt tokens")
-    axes[0].legend()
-    axes[1].bar(names, [ev[n]["mae"] for n in names], color="tab:orange")
-    ctx.mark_threshold(axes[1], ev["raw30"]["mae"] + 0.01, "raw30 MAE + 0.01")
-    axes[1].set_ylabel("test MAE (answer-only)")
-    axes[1].legend()
-    fig_path = ctx.save_figure(fig, SLUG, "C1-sketch-saves-tokens")
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -366,8 +354,22 @@ def _c1_sketch_saves_tokens(ctx: Context) -> Result:
             "RMSE(sketch) <= RMSE(raw30) + 0.01": ev["sketch"]["rmse"]
             <= ev["raw30"]["rmse"] + 0.01,
         },
-        figures=[fig_path],
     )
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
+    names = list(FORMATS)
+    axes[0].bar(names, [tokens[n] for n in names], color="tab:blue")
+    ctx.mark_threshold(axes[0], 0.65 * tokens["raw30"], "sketch needs <= 0.65 x raw30")
+    axes[0].set_ylabel("mean prompt tokens")
+    for ax, key, color in ((axes[1], "mae", "tab:orange"), (axes[2], "rmse", "tab:green")):
+        ax.bar(names, [ev[n][key] for n in names], color=color)
+        ctx.mark_threshold(
+            ax, ev["raw30"][key] + 0.01, f"sketch needs <= raw30 {key.upper()} + 0.01"
+        )
+        ax.set_ylabel(f"test {key.upper()} (answer-only)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "C1-sketch-saves-tokens", result)
 
 
 # ---------------------------------------------------------------- C2
@@ -450,19 +452,7 @@ def _c2_internalised_reasoning(ctx: Context) -> Result:
         "full_history_prompt": {"prompt_tokens": pipe.full_history_tokens()},
         **{f"ao_{_slug(obj)}": ev for obj, ev in ablations.items()},
     }  # fmt: skip
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    variants = {"CoT": cot_mae, "HA": ha["mae"], "CE": ce["mae"]}
-    variants.update({obj.upper(): ev["mae"] for obj, ev in ablations.items()})
-    axes[0].bar(list(variants), list(variants.values()), color="tab:green")
-    axes[0].tick_params(axis="x", labelsize=7)
-    ctx.mark_threshold(axes[0], cot_mae + 0.03, "CoT MAE + 0.03")
-    axes[0].set_ylabel("test MAE")
-    axes[0].legend()
-    axes[1].bar(["CoT", "AO"], [cot_wall * 1e3, ao_wall * 1e3], color="tab:purple")
-    axes[1].set_ylabel("median batch-1 latency (ms)")
-    fig_path = ctx.save_figure(fig, SLUG, "C2-internalised-reasoning")
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -471,8 +461,26 @@ def _c2_internalised_reasoning(ctx: Context) -> Result:
             "CoT decodes >= 10 tokens vs AO 1": cot_tokens >= 10,
             "latency CoT/AO >= 5": cot_wall / ao_wall >= 5,
         },
-        figures=[fig_path],
     )
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), gridspec_kw={"width_ratios": [3, 1.3, 1.3]})
+    variants = {"CoT": cot_mae, "HA": ha["mae"], "CE": ce["mae"]}
+    variants.update({obj.upper(): ev["mae"] for obj, ev in ablations.items()})
+    axes[0].bar(list(variants), list(variants.values()), color="tab:green")
+    axes[0].tick_params(axis="x", labelsize=7)
+    ctx.mark_threshold(axes[0], cot_mae + 0.03, "HA needs <= CoT MAE + 0.03")
+    ctx.mark_threshold(axes[0], ce["mae"] + 0.01, "HA needs <= CE MAE + 0.01", color="tab:red",
+                       linestyle=":")  # fmt: skip
+    axes[0].set_ylabel("test MAE")
+    axes[1].bar(["CoT", "AO"], [cot_tokens, 1.0], color="tab:blue")
+    ctx.mark_threshold(axes[1], 10, "CoT needs >= 10")
+    axes[1].set_ylabel("decoded tokens per sample")
+    axes[2].bar(["CoT", "AO"], [cot_wall * 1e3, ao_wall * 1e3], color="tab:purple")
+    ctx.mark_threshold(axes[2], 5 * ao_wall * 1e3, "CoT needs >= 5 x AO")
+    axes[2].set_ylabel("median batch-1 latency (ms)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "C2-internalised-reasoning", result)
 
 
 # ---------------------------------------------------------------- C3
@@ -522,14 +530,15 @@ def _c3_beats_matrix_factorisation(ctx: Context) -> Result:
         "biased_mf": {"mae": mean[2], "rmse": mean[3]},
         "user_mean": {"mae": mean[4], "rmse": mean[5]},
     }
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.bar(["SIREN-AO", "BiasedMF", "UserMean"], [mean[0], mean[2], mean[4]], color="tab:red")
-    ax.set_ylabel("test MAE")
-    fig_path = ctx.save_figure(fig, SLUG, "C3-beats-matrix-factorisation")
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={"MAE(SIREN-AO) < MAE(BiasedMF)": mean[0] < mean[2]},
-        figures=[fig_path],
     )
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.bar(["SIREN-AO", "BiasedMF", "UserMean"], [mean[0], mean[2], mean[4]], color="tab:red")
+    ctx.mark_threshold(ax, mean[2], "SIREN-AO needs < BiasedMF MAE")
+    ax.set_ylabel(f"test MAE (mean over {len(per_seed)} seed(s))")
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "C3-beats-matrix-factorisation", result)

@@ -324,7 +324,7 @@ def _text_cold_start(ctx: Context) -> Result:
             state = _start_state(ctx.scale.value, ctx.seed + k, stages)
             acc[arm].append(run_rl(state, tasks, s, True, ctx.seed + k, ctx.device)["final_acc"])
     a, b, c = (float(np.mean(acc[x])) for x in "ABC")
-    return Result.judge(
+    result = Result.judge(
         metrics={"acc_text_cold_start": a, "acc_per_seed": acc["A"], "a_minus_b": a - b},
         baseline={
             "no_cold_start": {"acc_no_cold_start": b, "acc_per_seed": acc["B"]},
@@ -332,6 +332,16 @@ def _text_cold_start(ctx: Context) -> Result:
         },
         required={f"A - B = {a - b:+.3f} >= 0.05": a - b >= 0.05},
     )
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    labels = {"A": "A: text cold start", "B": "B: no cold start", "C": "C: multimodal (ref.)"}
+    ax.bar(list(labels.values()), [a, b, c], color=["tab:red", "tab:gray", "tab:blue"])
+    for i, arm in enumerate(labels):
+        ax.scatter(np.full(len(acc[arm]), i), acc[arm], s=12, c="k", zorder=3)
+    ctx.mark_threshold(ax, b + 0.05, "A needs >= B + 0.05")
+    ax.set_ylabel("image test accuracy after the same MRL")
+    ax.tick_params(axis="x", labelsize=8)
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "text-cold-start", result)
 
 
 @claim(
@@ -366,7 +376,7 @@ def _staged_text_rl(ctx: Context) -> Result:
         trl_acc.append(run_rl(mrl, tasks, s, True, seed, ctx.device, "text", extra)["final_acc"])
         mrl_acc.append(run_rl(mrl, tasks, s, True, seed, ctx.device, "image", extra)["final_acc"])
     t, m = float(np.mean(trl_acc)), float(np.mean(mrl_acc))
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "acc_trl": t,
             "acc_per_seed": trl_acc,
@@ -376,3 +386,11 @@ def _staged_text_rl(ctx: Context) -> Result:
         baseline={"mrl_continued": {"acc_mrl_continued": m, "acc_per_seed": mrl_acc}},
         required={f"TRL - MRL = {t - m:+.3f} >= 0.01": t - m >= 0.01},
     )
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    ax.bar([f"+{extra} text RL", f"+{extra} more MRL"], [t, m], color=["tab:red", "tab:gray"])
+    for i, vals in enumerate((trl_acc, mrl_acc)):
+        ax.scatter(np.full(len(vals), i), vals, s=12, c="k", zorder=3)
+    ctx.mark_threshold(ax, m + 0.01, "text RL needs >= MRL + 0.01")
+    ax.set_ylabel("image test accuracy (same MRL checkpoint)")
+    ax.legend(fontsize=7)
+    return ctx.save_judged(fig, SLUG, "staged-text-rl", result)

@@ -53,7 +53,7 @@ def neighbour27(coords: torch.Tensor) -> torch.Tensor:
     base = key(c)
     order = torch.argsort(base)
     sk = base[order]
-    k = key(c[:, None, :] + _OFFSETS[None])
+    k = key(c[:, None, :] + _OFFSETS.to(c.device)[None])
     pos = torch.searchsorted(sk, k).clamp(max=len(sk) - 1)
     return torch.where(sk[pos] == k, order[pos], torch.full_like(pos, -1))
 
@@ -137,13 +137,15 @@ class ForeMamba3DBackbone(nn.Module):
         self.thetas = [i * math.pi / 2 for i in range(self.n_rot)]
 
     def _embed(self, coords, feats):
-        pos = coords.float() / torch.tensor(self.grid_shape, dtype=torch.float32)
+        pos = coords.float() / torch.tensor(
+            self.grid_shape, dtype=torch.float32, device=coords.device
+        )
         return self.embed(torch.cat([feats, pos], 1)), pos
 
     def _encode_rotation(self, layers, x, order, sem, nb):
         """RGSW over one ordering: patches + local tokens, broadcast, sliding passes."""
         n = len(order)
-        order_t = torch.as_tensor(order)
+        order_t = torch.as_tensor(order, device=x.device)
         seq = x.index_select(0, order_t)
         layouts = {}
         for p, layer in enumerate(layers):
@@ -161,18 +163,20 @@ class ForeMamba3DBackbone(nn.Module):
         else:
             patches = [np.arange(n)]
         extra = 1 if self.token is not None else 0
-        lengths = torch.tensor([len(p) for p in patches])
+        dev = order_t.device
+        lengths = torch.tensor([len(p) for p in patches], device=dev)
         M, L = len(patches), int(lengths.max()) + extra
-        col = torch.arange(L)[None]
+        col = torch.arange(L, device=dev)[None]
         real = (col < lengths[:, None]).reshape(-1)
         real_flat = torch.nonzero(real).squeeze(1)
-        token_id = torch.full((M * L,), -1, dtype=torch.long).index_copy(0, real_flat, order_t)
+        token_id = torch.full((M * L,), -1, dtype=torch.long, device=dev)
+        token_id = token_id.index_copy(0, real_flat, order_t)
         return dict(
             M=M,
             L=L,
             lengths=lengths,
             real_flat=real_flat,
-            token_flat=torch.arange(M) * L + lengths,
+            token_flat=torch.arange(M, device=dev) * L + lengths,
             valid=col < (lengths[:, None] + extra),
             token_id=token_id.reshape(M, L),
         )
@@ -225,8 +229,8 @@ class ForeMamba3DBackbone(nn.Module):
         xf = x[fg_index].detach().requires_grad_(True)
         sem = sem_logits[fg_index].argmax(1)
         enc = self._encode(coords[fg_index], xf, sem)
-        gen = torch.Generator().manual_seed(seed)
-        probe = torch.randn(enc.shape[1], generator=gen)
+        gen = torch.Generator().manual_seed(seed)  # a CPU stream: the same probe on any device
+        probe = torch.randn(enc.shape[1], generator=gen).to(enc.device)
         probe = probe / probe.norm()
         (grad,) = torch.autograd.grad((enc[in_a] @ probe).sum(), xf)
         norms = grad.norm(dim=1) / int(in_a.sum())
@@ -282,7 +286,7 @@ class ForeMamba3DBackbone(nn.Module):
 
     def _check_scene(self, coords, feats):
         _check_points(coords, feats, self.in_ch)
-        if (coords >= torch.tensor(self.grid_shape)).any():
+        if (coords >= torch.tensor(self.grid_shape, device=coords.device)).any():
             raise ValueError(f"coords must lie inside grid_shape {self.grid_shape}")
 
     def _select(self, coords, feats):
@@ -297,7 +301,10 @@ class ForeMamba3DBackbone(nn.Module):
         sem_logits = self.sem_head(x)
         n = len(coords)
         k = self.n_selected(n)
-        fg_index = torch.topk(fg_logits.detach(), k).indices if k < n else torch.arange(n)
+        if k < n:
+            fg_index = torch.topk(fg_logits.detach(), k).indices
+        else:
+            fg_index = torch.arange(n, device=coords.device)
         return x, fg_logits, sem_logits, fg_index
 
     def _encode(self, fc, xf, sem):
@@ -306,7 +313,7 @@ class ForeMamba3DBackbone(nn.Module):
         nb = SparseNeighbours(fc, cell.ssf_radius) if cell.use_ssf else None
         enc = 0
         for theta, layers in zip(self.thetas, self.layers):
-            order = hilbert_order(fc.numpy(), theta, self.grid_shape)
+            order = hilbert_order(fc.detach().cpu().numpy(), theta, self.grid_shape)
             enc = enc + self._encode_rotation(layers, xf, order, sem, nb)
         return enc
 

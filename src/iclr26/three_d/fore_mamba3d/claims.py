@@ -3,7 +3,9 @@ cost than the all-voxel Mamba, C2 the fixes beat naive fore-only encoding, C3 fo
 the all-voxel model, C4 the cross-instance-influence diagnostic (response attenuation), C5 the
 leave-one-out ablations of RGSW, SAF and SSF. Every backbone trains in the same process on the
 same scenes, steps and head; the trained models are shared by the claims (in memory, and on
-disk outside smoke scale, so the claims of one run train them once)."""
+disk outside smoke scale, so the claims of one run train them once). Smoke and quick scale run
+on the CPU; full scale trains, evaluates and times on ``ctx.device`` (a GPU where the runner
+gives one)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,21 @@ from iclr26.claims import Context, Result, claim, shared_experiment
 from iclr26.three_d.fore_mamba3d.backbone import ForeMamba3DBackbone, VoxelMambaBackbone
 from iclr26.three_d.fore_mamba3d.head import CenterHead
 from iclr26.three_d.fore_mamba3d.scenes import SyntheticLidarScenes
-from iclr26.three_d.fore_mamba3d.train import evaluate_map, train_detector
+from iclr26.three_d.fore_mamba3d.train import _on_device, evaluate_map, train_detector
 
 PAPER = "fore_mamba3d"
 ABLATIONS = ("without_rgsw", "without_saf", "without_ssf")
+
+
+def _device(ctx: Context) -> str:
+    """CPU at smoke and quick scale (the README's numbers are CPU numbers); ``ctx.device``
+    at full scale."""
+    return ctx.pick("cpu", "cpu", str(ctx.device))
+
+
+def _sync(device: str):
+    """What ``ctx.timeit`` calls inside the timed region so that GPU work is counted."""
+    return torch.cuda.synchronize if torch.device(device).type == "cuda" else None
 
 
 def _setting(ctx: Context) -> dict:
@@ -58,40 +71,47 @@ def _one_thread():
         torch.set_num_threads(n)
 
 
-def _train_all(s: dict, seed: int, train) -> dict:
+def _train_all(s: dict, seed: int, train, device: str = "cpu") -> dict:
+    """Train and score every backbone on ``device``; the weights come back on the CPU (the
+    checkpoint loads anywhere)."""
     test = SyntheticLidarScenes(s["n_test"], grid_shape=s["grid"], seed=seed + 1000)
     out = {}
     for name, make in _models(s).items():
         maps = []
         for rep in range(s["seeds"]):
             torch.manual_seed(seed + rep)
-            bb = make()
-            head = CenterHead(bb.out_ch, hidden=s["dim"])
+            bb = make().to(device)  # built on the CPU first: the same initial weights anywhere
+            head = CenterHead(bb.out_ch, hidden=s["dim"]).to(device)
             train_detector(bb, head, train, s["steps"], seed=seed + rep)
-            maps.append(evaluate_map(bb, head, test))
-        out[name] = dict(map=maps, state={k: v.detach() for k, v in bb.state_dict().items()})
+            maps.append(float(evaluate_map(bb, head, test)))
+        state = {k: v.detach().cpu() for k, v in bb.state_dict().items()}
+        out[name] = dict(map=maps, state=state)
     return out
 
 
 @functools.lru_cache(maxsize=2)
 def _experiment(scale: str, seed: int, device: str) -> dict:
     with _one_thread():
-        return _build_experiment(scale, seed, device)
+        return _build_experiment(scale, seed, device, cache=scale != "smoke")
 
 
-def _build_experiment(scale: str, seed: int, device: str) -> dict:
+def _build_experiment(
+    scale: str, seed: int, device: str, cache: bool = True, setting: dict | None = None
+) -> dict:
+    """The trained backbones of ``scale``'s setting (or ``setting``) on ``device``. With
+    ``cache`` (every scale but smoke) one process trains and claims running beside it wait and
+    then load its checkpoint, keyed by scale, seed, setting and device."""
     ctx = Context(scale=scale, seed=seed)
-    s = _setting(ctx)
+    s = _setting(ctx) if setting is None else setting
     train = SyntheticLidarScenes(s["n_train"], grid_shape=s["grid"], seed=seed)
     test = SyntheticLidarScenes(s["n_test"], grid_shape=s["grid"], seed=seed + 1000)
-    if scale == "smoke":
-        trained = _train_all(s, seed, train)
+    if not cache:
+        trained = _train_all(s, seed, train, device)
     else:
-        # one process trains, claims running beside it wait and then load its checkpoint
         trained = shared_experiment(
             PAPER,
             dict(scale=scale, seed=seed, setting=s, device=device),
-            lambda: _train_all(s, seed, train),
+            lambda: _train_all(s, seed, train, device),
             source=__file__,
         )
     out = {}
@@ -99,7 +119,7 @@ def _build_experiment(scale: str, seed: int, device: str) -> dict:
     for name, make in _models(s).items():
         bb = make()
         bb.load_state_dict(trained[name]["state"])
-        rec = dict(map=list(trained[name]["map"]), model=bb.eval())
+        rec = dict(map=list(trained[name]["map"]), model=bb.to(device).eval())
         rec["map_mean"] = float(np.mean(rec["map"]))
         rec["map_std"] = float(np.std(rec["map"]))
         rec["tokens"] = float(np.mean([bb.tokens_per_layer(n)["tokens"] for n in n_vox]))
@@ -107,12 +127,118 @@ def _build_experiment(scale: str, seed: int, device: str) -> dict:
         out[name] = rec
     out["_test"] = test
     out["_setting"] = s
+    out["_device"] = device
     return out
 
 
 def _summary(exp: dict, name: str) -> dict:
     r = exp[name]
     return {k: r[k] for k in ("map_mean", "map_std", "tokens", "ssm_gflops")}
+
+
+# ----------------------------------------------------------------------------- figures
+# Figures only read the numbers a claim has already judged; each carries the verdict in its
+# title (ctx.save_judged) and the threshold of every condition it shows (ctx.mark_threshold).
+
+LABELS = {
+    "fore_mamba3d": "Fore-Mamba3D (F)",
+    "naive_fore_only": "naive fore-only (B2)",
+    "all_voxel_mamba": "all-voxel Mamba (B1)",
+    "without_rgsw": "F without RGSW",
+    "without_saf": "F without SAF",
+    "without_ssf": "F without SSF",
+}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _bars(ax, names, values, xlabel, errors=None, colors=None):
+    """Horizontal bars of ``values`` per model, F first (at the top)."""
+    ys = np.arange(len(names))[::-1]
+    ax.barh(ys, values, xerr=errors, color=colors or "tab:blue", alpha=0.85)
+    ax.set_yticks(ys, [LABELS.get(n, n) for n in names], fontsize=8)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def _c1_figure(ctx, f, b1, result):
+    plt = _plt()
+    names = ("fore_mamba3d", "all_voxel_mamba")
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(8.5, 2.8))
+    _bars(ax0, names, [f["map_mean"], b1["map_mean"]], "centre-distance mAP (test scenes)",
+          errors=[f["map_std"], b1["map_std"]])  # fmt: skip
+    ctx.mark_threshold(ax0, b1["map_mean"] - 0.01, "F must reach mAP(B1) - 0.01", axis="x")
+    ax0.legend(fontsize=7, loc="best")
+    _bars(ax1, names, [f["tokens"], b1["tokens"]], "SSM tokens per scene (mean)",
+          colors=["tab:orange"])  # fmt: skip
+    ctx.mark_threshold(ax1, 0.5 * b1["tokens"], "F must stay below 0.5 x tokens(B1)", axis="x")
+    ax1.legend(fontsize=7, loc="best")
+    ax1.set_yticks([])
+    return ctx.save_judged(fig, PAPER, "C1-accuracy-at-lower-cost", result)
+
+
+def _c2_figure(ctx, f, b2, result):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 2.4))
+    _bars(ax, ("fore_mamba3d", "naive_fore_only"), [f["map_mean"], b2["map_mean"]],
+          "centre-distance mAP (test scenes)", errors=[f["map_std"], b2["map_std"]])  # fmt: skip
+    ctx.mark_threshold(ax, b2["map_mean"] + 0.02, "F must reach mAP(B2) + 0.02", axis="x")
+    ax.legend(fontsize=7, loc="best")
+    return ctx.save_judged(fig, PAPER, "C2-fixes-beat-naive-fore-only", result)
+
+
+def _c3_figure(ctx, res, result):
+    plt = _plt()
+    names = ("fore_mamba3d", "all_voxel_mamba", "naive_fore_only")
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(8.5, 2.8))
+    _bars(ax0, names, [res[n]["forward_s"] * 1e3 for n in names],
+          "forward time per scene, ms (min process CPU time)")  # fmt: skip
+    ctx.mark_threshold(ax0, 0.8 * res["all_voxel_mamba"]["forward_s"] * 1e3,
+                       "F must stay below 0.8 x time(B1)", axis="x")  # fmt: skip
+    ax0.legend(fontsize=7, loc="best")
+    flops = [res[n]["timing"]["count_ssm_flops"] / 1e9 for n in names]
+    _bars(ax1, names, flops, "analytic SSM GFLOPs, all timed scenes (reported, not judged)",
+          colors=["tab:orange"])  # fmt: skip
+    ax1.set_yticks([])
+    return ctx.save_judged(fig, PAPER, "C3-faster-than-all-voxel", result)
+
+
+def _c4_figure(ctx, res, result):
+    plt = _plt()
+    names = [n for n in ("fore_mamba3d", "naive_fore_only", "all_voxel_mamba") if res[n]["scenes"]]
+    fig, ax = plt.subplots(figsize=(5.8, 2.6))
+    _bars(ax, names, [res[n]["cross"] for n in names],
+          "mean cross-instance influence |dy_i/dx_j| (log)")  # fmt: skip
+    ax.set_xscale("log")
+    ctx.mark_threshold(ax, 2.0 * res["naive_fore_only"]["cross"], "F must reach 2 x B2",
+                       axis="x")  # fmt: skip
+    ax.legend(fontsize=7, loc="best")
+    return ctx.save_judged(fig, PAPER, "C4-cross-instance-influence", result)
+
+
+def _c5_figure(ctx, exp, result):
+    plt = _plt()
+    names = list(_models(exp["_setting"]))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.2))
+    _bars(ax0, names, [exp[n]["map_mean"] for n in names], "centre-distance mAP (test scenes)",
+          errors=[exp[n]["map_std"] for n in names])  # fmt: skip
+    ctx.mark_threshold(ax0, exp["fore_mamba3d"]["map_mean"],
+                       "mAP(F): each 'F without X' must fall below", axis="x")  # fmt: skip
+    ax0.legend(fontsize=7, loc="best")
+    _bars(ax1, names, [exp[n]["ssm_gflops"] for n in names],
+          "analytic SSM GFLOPs per scene (reported)", colors=["tab:orange"])  # fmt: skip
+    ax1.set_yticks([])
+    return ctx.save_judged(fig, PAPER, "C5-ablations", result)
+
+
+# ----------------------------------------------------------------------------- claims
 
 
 @claim(
@@ -125,10 +251,10 @@ def _summary(exp: dict, name: str) -> dict:
     headline=("map_mean", "tokens"),
 )
 def c1_accuracy_at_lower_cost(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
+    exp = _experiment(ctx.scale.value, ctx.seed, _device(ctx))
     f, b1 = _summary(exp, "fore_mamba3d"), _summary(exp, "all_voxel_mamba")
     ratio = f["tokens"] / b1["tokens"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **f,
             "token_ratio_vs_all_voxel": ratio,
@@ -141,6 +267,7 @@ def c1_accuracy_at_lower_cost(ctx: Context) -> Result:
             "tokens(F) <= 0.5 tokens(B1)": ratio <= 0.5,
         },
     )
+    return _c1_figure(ctx, f, b1, result)
 
 
 @claim(
@@ -152,13 +279,14 @@ def c1_accuracy_at_lower_cost(ctx: Context) -> Result:
     headline=("map_mean",),
 )
 def c2_fixes_beat_naive(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
+    exp = _experiment(ctx.scale.value, ctx.seed, _device(ctx))
     f, b2 = _summary(exp, "fore_mamba3d"), _summary(exp, "naive_fore_only")
-    return Result.judge(
+    result = Result.judge(
         metrics={**f, "map_gain_vs_naive": f["map_mean"] - b2["map_mean"]},
         baseline={"naive_fore_only": b2},
         required={"mAP(F) >= mAP(B2) + 0.02": f["map_mean"] >= b2["map_mean"] + 0.02},
     )
+    return _c2_figure(ctx, f, b2, result)
 
 
 @claim(
@@ -170,18 +298,21 @@ def c2_fixes_beat_naive(ctx: Context) -> Result:
     headline=("forward_s",),
 )
 def c3_faster(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
+    device = _device(ctx)
+    exp = _experiment(ctx.scale.value, ctx.seed, device)
     scenes = [exp["_test"][i] for i in range(min(4, len(exp["_test"])))]
+    on_device = [_on_device(sc, torch.device(device)) for sc in scenes]
+    sync = _sync(device)
     res = {}
     for name in ("fore_mamba3d", "all_voxel_mamba", "naive_fore_only"):
         bb = exp[name]["model"]
 
         def fwd(bb=bb):
             with torch.no_grad():
-                for sc in scenes:
+                for sc in on_device:
                     bb(sc.coords, sc.feats)
 
-        t = ctx.timeit(fwd, repeat=ctx.pick(2, 5, 5), threads=1)
+        t = ctx.timeit(fwd, repeat=ctx.pick(2, 5, 5), threads=1, sync=sync)
         t = t.count(
             tokens=sum(bb.tokens_per_layer(len(sc.coords))["tokens"] for sc in scenes),
             ssm_flops=sum(bb.ssm_flops(len(sc.coords)) for sc in scenes),
@@ -190,7 +321,7 @@ def c3_faster(ctx: Context) -> Result:
         res[name] = {"timing": t.to_dict(), "forward_s": t.cpu_s / len(scenes)}
     f, b1 = res["fore_mamba3d"], res["all_voxel_mamba"]
     ratio = f["forward_s"] / b1["forward_s"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "forward_s": f["forward_s"],
             "time_ratio_vs_all_voxel": ratio,
@@ -200,17 +331,22 @@ def c3_faster(ctx: Context) -> Result:
             "naive_fore_only_time_ratio_vs_all_voxel": res["naive_fore_only"]["forward_s"]
             / b1["forward_s"],
             "timing": f["timing"],
+            "device": device,
         },
         baseline={"all_voxel_mamba": b1, "naive_fore_only": res["naive_fore_only"]},
         required={"time(F) <= 0.8 time(B1)": ratio <= 0.8},
     )
+    return _c3_figure(ctx, res, result)
 
 
-def _influence(bb, scenes, oracle: bool) -> dict:
-    vals = [
-        bb.cross_instance_influence(sc.coords, sc.feats, sc.instance, oracle_foreground=oracle)
-        for sc in scenes
-    ]
+def _influence(bb, scenes, oracle: bool, device: str = "cpu") -> dict:
+    dev = torch.device(device)
+    vals = []
+    for sc in scenes:
+        sc = _on_device(sc, dev)
+        vals.append(
+            bb.cross_instance_influence(sc.coords, sc.feats, sc.instance, oracle_foreground=oracle)
+        )
     vals = [v for v in vals if v["n_a"] > 0]
     if not vals:
         return dict(cross=float("nan"), within=float("nan"), scenes=0)
@@ -233,7 +369,8 @@ def _influence(bb, scenes, oracle: bool) -> dict:
     headline=("cross_influence",),
 )
 def c4_cross_instance_influence(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
+    device = _device(ctx)
+    exp = _experiment(ctx.scale.value, ctx.seed, device)
     s = exp["_setting"]
     # own scenes, so that the smoke setting also has objects; the ground-truth foreground is
     # encoded so that F and naive fore-only are compared on the same voxel set
@@ -241,13 +378,13 @@ def c4_cross_instance_influence(ctx: Context) -> Result:
     scenes = [scenes[i] for i in range(len(scenes))]
     names = ("fore_mamba3d", "naive_fore_only")
     with _one_thread():
-        res = {n: _influence(exp[n]["model"], scenes, oracle=True) for n in names}
-        res["all_voxel_mamba"] = _influence(exp["all_voxel_mamba"]["model"], scenes, oracle=False)
+        res = {n: _influence(exp[n]["model"], scenes, True, device) for n in names}
+        res["all_voxel_mamba"] = _influence(exp["all_voxel_mamba"]["model"], scenes, False, device)
     f, b2 = res["fore_mamba3d"], res["naive_fore_only"]
     if not f["scenes"] or not b2["scenes"]:
         return Result.inconclusive("no diagnostic scene had two objects")
     ratio = f["cross"] / b2["cross"] if b2["cross"] > 0 else float("inf")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "cross_influence": f["cross"],
             "within_influence": f["within"],
@@ -258,6 +395,7 @@ def c4_cross_instance_influence(ctx: Context) -> Result:
         baseline={"naive_fore_only": b2, "all_voxel_mamba": res["all_voxel_mamba"]},
         required={"cross(F) >= 2 cross(B2)": ratio >= 2.0},
     )
+    return _c4_figure(ctx, res, result)
 
 
 @claim(
@@ -270,29 +408,15 @@ def c4_cross_instance_influence(ctx: Context) -> Result:
     headline=("map_mean",),
 )
 def c5_ablations(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
+    exp = _experiment(ctx.scale.value, ctx.seed, _device(ctx))
     f = _summary(exp, "fore_mamba3d")
     abl = {name: _summary(exp, name) for name in ABLATIONS}
-    figure = _map_figure(ctx, exp)
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **f,
             **{f"map_gain_vs_{n}": f["map_mean"] - a["map_mean"] for n, a in abl.items()},
         },
         baseline=abl,
         required={f"mAP(F) > mAP({n})": f["map_mean"] > a["map_mean"] for n, a in abl.items()},
-        figures=[figure],
     )
-
-
-def _map_figure(ctx: Context, exp: dict):
-    import matplotlib.pyplot as plt
-
-    names = list(_models(exp["_setting"]))
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.2))
-    ax0.barh(names, [exp[n]["map_mean"] for n in names], xerr=[exp[n]["map_std"] for n in names])
-    ax0.set_xlabel("centre-distance mAP (test scenes)")
-    ax1.barh(names, [exp[n]["ssm_gflops"] for n in names], color="tab:orange")
-    ax1.set_xlabel("analytic SSM GFLOPs per scene")
-    ax1.set_yticks([])
-    return ctx.save_figure(fig, PAPER, "C5-ablations")
+    return _c5_figure(ctx, exp, result)

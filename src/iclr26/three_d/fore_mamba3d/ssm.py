@@ -35,7 +35,7 @@ class SparseNeighbours:
         for axis in range(3):
             cols = []
             for off in range(-radius, radius + 1):
-                shift = torch.zeros(3, dtype=torch.long)
+                shift = torch.zeros(3, dtype=torch.long, device=c.device)
                 shift[axis] = off
                 k = key(c + radius + shift)
                 pos = torch.searchsorted(sorted_keys, k).clamp(max=len(base) - 1)
@@ -47,9 +47,11 @@ class SparseNeighbours:
         self.n = len(c)
         # The off-centre neighbours that exist, as (output row, input row, flat tap) triples:
         # the convolution touches only these (empty neighbours would contribute zeros).
-        taps = torch.arange(3 * (2 * radius + 1)).reshape(3, 1, -1).expand_as(self.table)
-        rows = torch.arange(self.n).reshape(1, -1, 1).expand_as(self.table)
-        offc = torch.ones(2 * radius + 1, dtype=torch.bool)
+        dev = c.device
+        taps = torch.arange(3 * (2 * radius + 1), device=dev).reshape(3, 1, -1)
+        taps = taps.expand_as(self.table)
+        rows = torch.arange(self.n, device=dev).reshape(1, -1, 1).expand_as(self.table)
+        offc = torch.ones(2 * radius + 1, dtype=torch.bool, device=dev)
         offc[radius] = False
         hit = (self.table >= 0) & offc
         by_tap = torch.argsort(taps[hit], stable=True)  # grouped by tap: weights expand by count
@@ -183,9 +185,9 @@ class SASFMamba(nn.Module):
         )
         M, L, _ = x.shape
         if valid is None:
-            valid = torch.ones(M, L, dtype=torch.bool)
+            valid = torch.ones(M, L, dtype=torch.bool, device=x.device)
         if token_id is None:
-            token_id = torch.full((M, L), -1, dtype=torch.long)
+            token_id = torch.full((M, L), -1, dtype=torch.long, device=x.device)
         V.check_tensor(valid, "valid", ndim=2, shape=(M, L))
         V.check_tensor(token_id, "token_id", ndim=2, shape=(M, L), integer=True)
         if valid.dtype != torch.bool:

@@ -3,6 +3,8 @@ L = w (L_f + L_s) + L_cls + L_reg, w = 2 (L_f, L_s only where the backbone has a
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -27,6 +29,8 @@ def detection_loss(backbone, head, scene, voxel_size: float, aux_weight: float =
     H, W = pred["heatmap"].shape[-2:]
     cell = voxel_size * backbone.grid_shape[0] / H
     heat, reg, cells = center_targets(scene.boxes, scene.labels, (H, W), cell, head.n_classes)
+    dev = pred["heatmap"].device  # the targets are built on the CPU
+    heat, reg, cells = heat.to(dev), reg.to(dev), cells.to(dev)
     l_cls = heatmap_focal_loss(pred["heatmap"][0], heat)
     l_reg = pred["reg"].new_zeros(())
     if len(cells):
@@ -41,15 +45,41 @@ def detection_loss(backbone, head, scene, voxel_size: float, aux_weight: float =
     return terms
 
 
+def _device_of(module) -> torch.device:
+    p = next(module.parameters(), None)
+    return torch.device("cpu") if p is None else p.device
+
+
+def _on_device(scene, device: torch.device):
+    """``scene`` with its tensors on ``device`` (the scene itself where they already are)."""
+    if scene.coords.device == device:
+        return scene
+    moved = {
+        f.name: getattr(scene, f.name).to(device)
+        for f in dataclasses.fields(scene)
+        if isinstance(getattr(scene, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(scene, **moved)
+
+
+def _check_same_device(backbone, head) -> torch.device:
+    device = _device_of(backbone)
+    if _device_of(head) != device:
+        raise ValueError(f"head must be on the backbone's device {device}, got {_device_of(head)}")
+    return device
+
+
 def train_detector(
     backbone, head, scenes, steps: int, lr: float = 2e-3, seed: int = 0
 ) -> list[float]:
     """Adam on one scene per step (cycling through ``scenes``); returns the heatmap loss per
-    step."""
+    step. Runs on the device of ``backbone``'s parameters (``head`` must be there too); the
+    scenes are moved there."""
     steps = V.check_int(steps, "steps", low=1)
     lr = V.check_scalar(lr, "lr", low=0, low_open=True)
     if len(scenes) == 0:
         raise ValueError("scenes is empty")
+    device = _check_same_device(backbone, head)
     torch.manual_seed(V.check_int(seed, "seed", low=0))
     params = list(backbone.parameters()) + list(head.parameters())
     opt = torch.optim.Adam(params, lr=lr)
@@ -57,8 +87,12 @@ def train_detector(
     backbone.train()
     head.train()
     history = []
+    moved = {}
     for s in range(steps):
-        scene = scenes[int(order[s % len(order)])]
+        i = int(order[s % len(order)])
+        if i not in moved:
+            moved[i] = _on_device(scenes[i], device)
+        scene = moved[i]
         terms = detection_loss(backbone, head, scene, scenes.voxel_size)
         opt.zero_grad()
         terms["total"].backward()
@@ -70,15 +104,16 @@ def train_detector(
 
 @torch.no_grad()
 def evaluate_map(backbone, head, scenes, thresholds=(1.0, 2.0)) -> float:
-    """Centre-distance mAP over the two classes on ``scenes``."""
+    """Centre-distance mAP over the two classes on ``scenes`` (run on ``backbone``'s device)."""
     if len(scenes) == 0:
         raise ValueError("scenes is empty")
     thresholds = V.check_array(thresholds, "thresholds", ndim=1, low=0)
+    device = _check_same_device(backbone, head)
     backbone.eval()
     head.eval()
     dets, gts = [], []
     for i in range(len(scenes)):
-        sc = scenes[i]
+        sc = _on_device(scenes[i], device)
         pred = head(backbone(sc.coords, sc.feats)["bev"])
         cell = scenes.voxel_size * backbone.grid_shape[0] / pred["heatmap"].shape[-2]
         dets.append(decode(pred, cell))

@@ -31,8 +31,16 @@ def check_views(views, cameras) -> tuple[torch.Tensor, list[Camera]]:
     return views, list(cameras)
 
 
+def check_same_device(name: str, tensor: torch.Tensor, device: torch.device) -> None:
+    """``tensor`` must live on ``device`` (the model's): a clear error instead of a deep one."""
+    if tensor.device != device:
+        raise ValueError(f"{name} must be on the model's device {device}, got {tensor.device}")
+
+
 class AnchorGS(nn.Module):
-    """Scaffold-GS anchors with ``k`` neural Gaussians each (feature width ``feature_dim``)."""
+    """Scaffold-GS anchors with ``k`` neural Gaussians each (feature width ``feature_dim``).
+    The model lives on the device of ``points`` (parameters are drawn on the CPU first, so the
+    initial model is the same on every device)."""
 
     def __init__(
         self,
@@ -50,7 +58,8 @@ class AnchorGS(nn.Module):
         voxel = V.check_scalar(voxel, "voxel", low=0, low_open=True)
         self.voxel = voxel
         g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
-        anchors = torch.unique(torch.round(points.double() / voxel), dim=0).float() * voxel
+        cpu_points = points.detach().cpu()
+        anchors = torch.unique(torch.round(cpu_points.double() / voxel), dim=0).float() * voxel
         n = anchors.shape[0]
         self.anchor = nn.Parameter(anchors)
         self.feature = nn.Parameter(torch.zeros(n, feature_dim))
@@ -62,6 +71,7 @@ class AnchorGS(nn.Module):
         self.mlp_cov = _mlp(d, feature_dim, 7 * k)
         with torch.no_grad():  # start near Scaffold-GS's anchor opacity 0.1
             self.mlp_opacity[2].bias.fill_(0.1)
+        self.to(points.device)
 
     @property
     def n_anchors(self) -> int:
@@ -115,7 +125,7 @@ class AnchorGS(nn.Module):
         view-frustum prefilter of Scaffold-GS)."""
         if not isinstance(camera, Camera):
             raise TypeError(f"camera must be a gs_raster.Camera, got {type(camera).__name__}")
-        quats = torch.zeros(self.n_anchors, 4, dtype=self.anchor.dtype)
+        quats = torch.zeros(self.n_anchors, 4, dtype=self.anchor.dtype, device=self.anchor.device)
         quats[:, 0] = 1.0
         return project(self.anchor, torch.exp(self.scaling[:, :3]), quats, camera).radii > 0
 
@@ -161,6 +171,7 @@ class AnchorGS(nn.Module):
             grow_every, grow_from, grow_until, steps
         )
         model = cls(points, seed=seed, **kwargs)
+        check_same_device("views", views, model.anchor.device)
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         g = torch.Generator().manual_seed(seed)
         growth = None

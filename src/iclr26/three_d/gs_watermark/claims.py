@@ -2,7 +2,9 @@
 anchor growing): C1 bit accuracy after HAC-like anchor-feature quantization against the no-QDL
 ablation (bit accuracy vs the compression step reported in the same run), C2 the explicit-3DGS
 attribute watermark (B1) under attribute quantization, C3 rendering quality against the
-unwatermarked anchor model, C4 frequency-aware anchor growing against the ordinary rule."""
+unwatermarked anchor model, C4 frequency-aware anchor growing against the ordinary rule.
+Smoke and quick scale run on the CPU; full scale trains and renders on ``ctx.device`` (a GPU
+where the runner gives one)."""
 
 from __future__ import annotations
 
@@ -92,21 +94,33 @@ def _setting(scale: str) -> dict:
     )[scale]
 
 
+def _device(ctx: Context) -> str:
+    """CPU at smoke and quick scale (the README's numbers are CPU numbers); ``ctx.device``
+    at full scale."""
+    return ctx.pick("cpu", "cpu", str(ctx.device))
+
+
 def _mean_psnr(render, cams, views) -> float:
     return float(np.mean([psnr(render(c).detach(), v) for c, v in zip(cams, views, strict=True)]))
 
 
 @functools.lru_cache(maxsize=2)
-def _experiment(scale: str, seed: int) -> dict:
-    """The one experiment all four claims read. The runner gives each claim its own process,
-    so beyond smoke scale the measured numbers are cached on disk: the first claim runs the
-    experiment, claims started beside it wait on a file lock and then read its numbers."""
-    if scale == "smoke":
-        return _pinned(_run_experiment, scale, seed)
+def _experiment(scale: str, seed: int, device: str = "cpu") -> dict:
+    """The one experiment all four claims read, run on ``device``."""
+    return _build_experiment(scale, seed, device, cache=scale != "smoke")
+
+
+def _build_experiment(scale: str, seed: int, device: str, cache: bool = True) -> dict:
+    """The runner gives each claim its own process, so with ``cache`` (every scale but smoke)
+    the measured numbers are cached on disk, keyed by scale, seed, setting and device: the
+    first claim runs the experiment, claims started beside it wait on a file lock and then
+    read its numbers (plain JSON: every number is a Python float, off the device)."""
+    if not cache:
+        return _pinned(_run_experiment, scale, seed, device)
     return shared_experiment(
         PAPER,
-        dict(scale=scale, seed=seed, setting=_setting(scale)),
-        lambda: _pinned(_run_experiment, scale, seed),
+        dict(scale=scale, seed=seed, setting=_setting(scale), device=device),
+        lambda: _pinned(_run_experiment, scale, seed, device),
         source=__file__,
         codec="json",
     )
@@ -126,7 +140,9 @@ def _pinned(fn, *args):
 
 def _render_timing(wm: CompMarkGS, cam) -> dict:
     """CPU time of one render (``iclr26.claims.timeit``) beside load-free counts."""
-    t = timeit(lambda: wm.render(cam), repeat=3, warmup=1, threads=1)
+    on_gpu = wm.gs.anchor.device.type == "cuda"
+    sync = torch.cuda.synchronize if on_gpu else None  # count the GPU's work in the timing
+    t = timeit(lambda: wm.render(cam), repeat=3, warmup=1, threads=1, sync=sync)
     with torch.no_grad():
         g = wm.gs.gaussians(cam, wm.watermarked_features())
         stats = render(**g, camera=cam, background=[0.0, 0.0, 0.0]).stats
@@ -139,15 +155,16 @@ def _render_timing(wm: CompMarkGS, cam) -> dict:
     return t.to_dict()
 
 
-def _run_experiment(scale: str, seed: int) -> dict:
+def _run_experiment(scale: str, seed: int, device: str = "cpu") -> dict:
     s = _setting(scale)
     rows = []
-    dec = pretrain_decoder(s["bits"], steps=s["dec_steps"], seed=seed)
+    dec = pretrain_decoder(s["bits"], steps=s["dec_steps"], seed=seed, device=device)
     grow_voxel = s["voxel"] / s["voxel_div"]
     for k in range(s["seeds"]):
         views, cams, pts = textured_scene(
             s["views"], s["size"], tex_res=s["tex"], init_points=s["init"], seed=seed + k
         )
+        views, pts = views.to(device), pts.to(device)  # the scene is made on the CPU
         n_train = 3 * s["views"] // 4
         tr_v, tr_c, te_v, te_c = views[:n_train], cams[:n_train], views[n_train:], cams[n_train:]
         b0 = AnchorGS.fit(
@@ -210,7 +227,7 @@ def _run_experiment(scale: str, seed: int) -> dict:
         row["b1_psnr_6bit"] = _mean_psnr(lambda c, b1=b1: b1.render(c, 6), te_c, te_v)
         row["b1_gaussians"] = b1.n_gaussians
         rows.append(row)
-    return dict(rows=rows, setting=s, render_timing=timings)
+    return dict(rows=rows, setting=s, render_timing=timings, device=str(device))
 
 
 def _mean(rows, key, sub=None):
@@ -227,7 +244,7 @@ def _mean(rows, key, sub=None):
     headline=("bit_acc_after_0.4", "bit_acc_before"),
 )
 def survives_compression(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed)
+    exp = _experiment(ctx.scale.value, ctx.seed, _device(ctx))
     rows = exp["rows"]
     full = {d: _mean(rows, "full_acc", d) for d in ("0", *map(str, STEPS))}
     abl = {d: _mean(rows, "no_qdl_acc", d) for d in ("0", *map(str, STEPS))}
@@ -238,20 +255,6 @@ def survives_compression(ctx: Context) -> Result:
         "feature_rate_bits_0.4": _mean(rows, "full_rate_bits_0.4"),
         "bits": exp["setting"]["bits"],
     }
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    xs = [0.0, *STEPS]
-    ax.plot(xs, [full[str(d) if d else "0"] for d in xs], "o-", label="CompMarkGS (QDL)")
-    ax.plot(xs, [abl[str(d) if d else "0"] for d in xs], "s--", label="no QDL")
-    ax.axhline(0.85, color="grey", lw=0.8)
-    ax.set_xlabel("feature quantization step (0 = uncompressed)")
-    ax.set_ylabel("bit accuracy (test views)")
-    ax.legend()
-    figure = str(ctx.save_figure(fig, PAPER, "bit-acc-vs-step"))
     baseline = {
         "no_qdl": {
             "bit_acc_before": abl["0"],
@@ -259,15 +262,27 @@ def survives_compression(ctx: Context) -> Result:
             "bit_acc_vs_step": abl,
         }
     }
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
-        figures=[figure],
         required={
             "acc after step 0.4 >= 0.85": full["0.4"] >= 0.85,
             "acc >= no-QDL + 0.05": full["0.4"] >= abl["0.4"] + 0.05,
         },
     )
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    xs = [0.0, *STEPS]
+    ax.plot(xs, [full[str(d) if d else "0"] for d in xs], "o-", label="CompMarkGS (QDL)")
+    ax.plot(xs, [abl[str(d) if d else "0"] for d in xs], "s--", label="no QDL (ablation)")
+    ctx.mark_threshold(ax, 0.85, "CompMarkGS at step 0.4 must reach 0.85")
+    ctx.mark_threshold(ax, abl["0.4"] + 0.05, "... and no-QDL at 0.4 + 0.05", linestyle="-.",
+                       color="tab:red")  # fmt: skip
+    ax.axvline(STEPS[-1], color="grey", lw=0.6, alpha=0.5)
+    ax.set_xlabel("feature quantization step (0 = uncompressed; judged at 0.4)", fontsize=8)
+    ax.set_ylabel("bit accuracy (test views)", fontsize=8)
+    ax.legend(fontsize=7, loc="best")
+    return ctx.save_judged(fig, PAPER, "survives-compression", result)
 
 
 @claim(
@@ -279,16 +294,25 @@ def survives_compression(ctx: Context) -> Result:
     headline=("psnr", "psnr_drop_db"),
 )
 def quality_preserved(ctx: Context) -> Result:
-    rows = _experiment(ctx.scale.value, ctx.seed)["rows"]
+    rows = _experiment(ctx.scale.value, ctx.seed, _device(ctx))["rows"]
     p, b0 = _mean(rows, "full_psnr"), _mean(rows, "b0_psnr")
-    return Result.judge(
+    no_qdl = _mean(rows, "no_qdl_psnr")
+    result = Result.judge(
         metrics={"psnr": p, "psnr_drop_db": b0 - p},
         baseline={
             "anchorgs_unwatermarked": {"psnr": b0},
-            "no_qdl": {"psnr": _mean(rows, "no_qdl_psnr")},
+            "no_qdl": {"psnr": no_qdl},
         },
         required={"PSNR >= B0 - 1.5 dB": p >= b0 - 1.5},
     )
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.2, 2.6))
+    _bars(ax, ["CompMarkGS", "unwatermarked AnchorGS (B0)", "no-QDL ablation (reported)"],
+          [p, b0, no_qdl], "mean test PSNR (dB)")  # fmt: skip
+    ctx.mark_threshold(ax, b0 - 1.5, "CompMarkGS must reach PSNR(B0) - 1.5 dB", axis="x")
+    ax.set_xlim(min(p, b0, no_qdl, b0 - 1.5) - 2.0, max(p, b0, no_qdl) + 1.0)
+    ax.legend(fontsize=7, loc="best")
+    return ctx.save_judged(fig, PAPER, "quality-preserved", result)
 
 
 @claim(
@@ -303,12 +327,12 @@ def quality_preserved(ctx: Context) -> Result:
     headline=("b1_drop_6bit", "b1_bit_acc_before"),
 )
 def attribute_watermarks_break(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed)
+    exp = _experiment(ctx.scale.value, ctx.seed, _device(ctx))
     rows = exp["rows"]
     before = _mean(rows, "b1_acc", "0")
     after = {f"{b}bit": _mean(rows, "b1_acc", f"{b}bit") for b in B1_BITS}
     comp = {d: _mean(rows, "full_acc", d) for d in ("0", "0.4")}
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "b1_bit_acc_before": before,
             "b1_bit_acc_after": after,
@@ -326,6 +350,17 @@ def attribute_watermarks_break(ctx: Context) -> Result:
         },
         required={"B1 drop after 6-bit >= 0.15": before - after["6bit"] >= 0.15},
     )
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.6, 3.0))
+    labels = ["B1 before", *(f"B1 after {b}-bit" for b in B1_BITS)]
+    labels += ["CompMarkGS before", "CompMarkGS after step 0.4"]
+    values = [before, *(after[f"{b}bit"] for b in B1_BITS), comp["0"], comp["0.4"]]
+    colors = ["tab:red"] * (1 + len(B1_BITS)) + ["tab:blue"] * 2
+    _bars(ax, labels, values, "bit accuracy (test views)", colors=colors)
+    ctx.mark_threshold(ax, before - 0.15, "B1 after 6-bit must be <= B1 before - 0.15",
+                       axis="x")  # fmt: skip
+    ax.legend(fontsize=7, loc="best")
+    return ctx.save_judged(fig, PAPER, "attribute-watermarks-break", result)
 
 
 @claim(
@@ -339,12 +374,12 @@ def attribute_watermarks_break(ctx: Context) -> Result:
     headline=("psnr_fag", "psnr_gain_db"),
 )
 def frequency_aware_growing(ctx: Context) -> Result:
-    exp = _experiment(ctx.scale.value, ctx.seed)
+    exp = _experiment(ctx.scale.value, ctx.seed, _device(ctx))
     rows = exp["rows"]
     p_fag, p_no = _mean(rows, "full_psnr"), _mean(rows, "no_fag_psnr")
     a_fag, a_no = _mean(rows, "full_acc", "0.4"), _mean(rows, "no_fag_acc", "0.4")
     timings = exp["render_timing"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "psnr_fag": p_fag,
             "psnr_gain_db": p_fag - p_no,
@@ -373,3 +408,33 @@ def frequency_aware_growing(ctx: Context) -> Result:
             "bit acc after 0.4 with FAG >= without": a_fag >= a_no,
         },
     )
+    plt = _plt()
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(8.5, 2.6))
+    names = ["with FAG", "ordinary growing"]
+    _bars(ax0, names, [p_fag, p_no], "mean test PSNR (dB)")
+    ctx.mark_threshold(ax0, p_no, "with FAG must reach the ordinary rule's", axis="x")
+    ax0.set_xlim(min(p_fag, p_no) - 2.0, max(p_fag, p_no) + 1.0)
+    ax0.legend(fontsize=7, loc="best")
+    _bars(ax1, names, [a_fag, a_no], "bit accuracy after step 0.4", colors=["tab:orange"])
+    ctx.mark_threshold(ax1, a_no, "with FAG must reach the ordinary rule's", axis="x")
+    ax1.set_yticks([])
+    ax1.legend(fontsize=7, loc="best")
+    return ctx.save_judged(fig, PAPER, "frequency-aware-growing", result)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _bars(ax, labels, values, xlabel, colors=None):
+    """Horizontal bars of ``values``, the first label at the top."""
+    ys = np.arange(len(labels))[::-1]
+    ax.barh(ys, values, color=colors or "tab:blue", alpha=0.85)
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)

@@ -11,7 +11,7 @@ from torch import nn
 
 from iclr26 import validation as V
 
-from .anchor import AnchorGS, check_views
+from .anchor import AnchorGS, check_same_device, check_views
 from .losses import ssim
 
 ATTRIBUTES = ("means", "scales", "quats", "opacities", "colors")
@@ -80,7 +80,10 @@ class ExplicitWatermark(nn.Module):
         self.decoder = decoder
         for p in decoder.parameters():
             p.requires_grad_(False)
-        self.register_buffer("message", msg)
+        device = g["means"].device
+        for p in decoder.parameters():
+            check_same_device("decoder", p, device)
+        self.register_buffer("message", msg.to(device))
         self.register_buffer("means", g["means"].detach().float().clone())
         self.register_buffer("scales", g["scales"].detach().float().clone())
         self.register_buffer("quats", g["quats"].detach().float().clone())
@@ -124,6 +127,7 @@ class ExplicitWatermark(nn.Module):
     def fit(self, views, cameras, *, steps: int = 100, lr: float = 0.01, seed: int = 0):
         """Fine-tune with lambda_img (0.65 L1 + 0.35 (1 - SSIM)) + lambda_msg BCE(10 logits, M)."""
         views, cameras = check_views(views, cameras)
+        check_same_device("views", views, self.means.device)
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0, low_open=True)
         g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))

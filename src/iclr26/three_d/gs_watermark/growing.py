@@ -123,10 +123,11 @@ class AnchorGrowth:
         )
         self.generator = generator
         n, k = gs.n_anchors, gs.k
-        self.opacity_accum = torch.zeros(n)
-        self.anchor_denom = torch.zeros(n)
-        self.grad_accum = torch.zeros(n * k)
-        self.grad_denom = torch.zeros(n * k)
+        self.device = dev = gs.anchor.device  # the statistics live beside the model
+        self.opacity_accum = torch.zeros(n, device=dev)
+        self.anchor_denom = torch.zeros(n, device=dev)
+        self.grad_accum = torch.zeros(n * k, device=dev)
+        self.grad_denom = torch.zeros(n * k, device=dev)
         self.history: list[dict[str, int]] = []
 
     @torch.no_grad()
@@ -145,7 +146,8 @@ class AnchorGrowth:
         if out.means2d.grad is None:
             raise ValueError("out.means2d has no gradient: call retain_grad() before backward")
         # 3DGS measures the gradient w.r.t. NDC positions: d/d(ndc) = d/d(pixel) * size / 2
-        grad = out.means2d.grad * torch.tensor([camera.width / 2, camera.height / 2])
+        size = torch.tensor([camera.width / 2, camera.height / 2], device=out.means2d.device)
+        grad = out.means2d.grad * size
         ok = (out.radii > 0) & vis.repeat_interleave(k)[keep]
         if pixel_mask is not None:
             ok = ok & pixel_filter(out.means2d, pixel_mask)
@@ -184,13 +186,16 @@ class AnchorGrowth:
         for level in range(self.update_depth):
             thr = threshold * (self.hierarchy_factor // 2) ** level
             cand = (grads >= thr) & offset_mask
-            keep = torch.rand(cand.shape, generator=self.generator) > 0.5 ** (level + 1)
+            # drawn on the CPU (the generator's device): the same stream on every device
+            keep = torch.rand(cand.shape, generator=self.generator).to(cand.device)
+            keep = keep > 0.5 ** (level + 1)
             cand = cand & keep
             inc = gs.n_anchors * k - init_len
             if inc == 0 and level > 0:
                 continue  # as Scaffold-GS: finer levels only after a coarser one grew
-            cand = torch.cat([cand, torch.zeros(inc, dtype=torch.bool)])
-            cand_grad = torch.cat([grads, torch.zeros(inc)])[cand]
+            dev = cand.device
+            cand = torch.cat([cand, torch.zeros(inc, dtype=torch.bool, device=dev)])
+            cand_grad = torch.cat([grads, torch.zeros(inc, device=dev)])[cand]
             size = self.voxel * (self.init_factor // self.hierarchy_factor**level)
             if size <= 0 or not bool(cand.any()):
                 continue
@@ -204,7 +209,8 @@ class AnchorGrowth:
             if not bool(fresh.any()):
                 continue
             m = uniq.shape[0]
-            seed_grad = torch.zeros(m).scatter_reduce(0, inv, cand_grad, "amax", include_self=False)
+            seed_grad = torch.zeros(m, device=dev)
+            seed_grad = seed_grad.scatter_reduce(0, inv, cand_grad, "amax", include_self=False)
             order = torch.nonzero(fresh).squeeze(1)
             if self.max_anchors is not None:
                 room = self.max_anchors - gs.n_anchors
@@ -219,16 +225,16 @@ class AnchorGrowth:
             new_rows = {
                 "anchor": uniq[order].to(gs.anchor.dtype) * size,
                 "feature": inherit(gs.feature),
-                "scaling": torch.full((n_new, 6), float(torch.log(torch.tensor(size)))),
-                "offset": torch.zeros(n_new, k, 3),
+                "scaling": torch.full((n_new, 6), float(torch.log(torch.tensor(size))), device=dev),
+                "offset": torch.zeros(n_new, k, 3, device=dev),
             }
             inherited = [inherit(getattr(mod, attr)) for mod, attr in self.inherit]
             for (mod, attr), rows in zip(self._per_anchor()[:4], new_rows.values(), strict=True):
                 self._resize(opt, mod, attr, rows)
             for (mod, attr), rows in zip(self.inherit, inherited, strict=True):
                 self._resize(opt, mod, attr, rows)
-            self.opacity_accum = torch.cat([self.opacity_accum, torch.zeros(n_new)])
-            self.anchor_denom = torch.cat([self.anchor_denom, torch.zeros(n_new)])
+            self.opacity_accum = torch.cat([self.opacity_accum, torch.zeros(n_new, device=dev)])
+            self.anchor_denom = torch.cat([self.anchor_denom, torch.zeros(n_new, device=dev)])
             grown += n_new
         return grown
 
@@ -256,8 +262,8 @@ class AnchorGrowth:
         pad = gs.n_anchors * k - self.grad_denom.numel()
         self.grad_denom[offset_mask] = 0
         self.grad_accum[offset_mask] = 0
-        self.grad_denom = torch.cat([self.grad_denom, torch.zeros(pad)])
-        self.grad_accum = torch.cat([self.grad_accum, torch.zeros(pad)])
+        self.grad_denom = torch.cat([self.grad_denom, torch.zeros(pad, device=self.device)])
+        self.grad_accum = torch.cat([self.grad_accum, torch.zeros(pad, device=self.device)])
         # prune anchors seen often enough whose mean opacity is too low
         prune = (self.opacity_accum < min_op * self.anchor_denom) & (
             self.anchor_denom > interval * success

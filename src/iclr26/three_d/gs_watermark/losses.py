@@ -27,7 +27,10 @@ def high_pass(gray: torch.Tensor, cutoff: float = 30.0, width: float = 5.0) -> t
     h, w = gray.shape
     scale = h / 1024.0
     spec = torch.fft.fftshift(torch.fft.fft2(gray))
-    yy, xx = torch.meshgrid(torch.arange(h) - h // 2, torch.arange(w) - w // 2, indexing="ij")
+    dev = gray.device
+    yy, xx = torch.meshgrid(
+        torch.arange(h, device=dev) - h // 2, torch.arange(w, device=dev) - w // 2, indexing="ij"
+    )
     d = torch.sqrt((yy**2 + xx**2).to(gray.dtype))
     mask = 1 - torch.exp(-((d - cutoff * scale) ** 2) / (2 * (width * scale) ** 2))
     return torch.fft.ifft2(torch.fft.ifftshift(spec * mask)).real
@@ -37,7 +40,7 @@ def frequency_error(render: torch.Tensor, target: torch.Tensor, window: int = 7)
     """P_err = 1 - SSIM map of the high-passed grey images (valid region)."""
     V.check_tensor(render, "render", ndim=3, shape=(None, None, 3), floating=True)
     V.check_tensor(target, "target", ndim=3, shape=tuple(render.shape), floating=True)
-    wgt = torch.tensor([0.299, 0.587, 0.114], dtype=render.dtype)
+    wgt = torch.tensor([0.299, 0.587, 0.114], dtype=render.dtype, device=render.device)
     hp_r, hp_t = high_pass(render @ wgt), high_pass(target @ wgt)
     return 1 - _ssim_map(hp_r[None, None], hp_t[None, None], window)[0, 0]
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from iclr26 import validation as V
 
-from .anchor import AnchorGS, check_views
+from .anchor import AnchorGS, check_same_device, check_views
 from .growing import high_frequency_mask
 from .losses import frequency_error, hsv_loss, ssim
 from .wavelet import haar_dwt
@@ -40,7 +40,8 @@ class QuantizationDistortionLayer(nn.Module):
         V.check_tensor(f, "f", ndim=2, shape=(None, self.feature_dim), floating=True)
         if not self.training:
             return f
-        u = torch.rand(f.shape, generator=generator, dtype=f.dtype) - 0.5
+        # drawn on the CPU (a CPU generator): the same noise stream on every device
+        u = torch.rand(f.shape, generator=generator, dtype=f.dtype).to(f.device) - 0.5
         return f + u * self.step(f)
 
 
@@ -87,11 +88,31 @@ class _Encoder(nn.Module):
         return (x + 0.1 * torch.tanh(self.net(torch.cat([x, mm], 1)))).clamp(0, 1)
 
 
+def check_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` (a string such as ``"cpu"``/``"cuda:0"`` or a device)."""
+    if isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string or torch.device, got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a torch device, got {device!r}") from err
+
+
 def pretrain_decoder(
-    bits: int = 16, *, steps: int = 300, size: int = 32, batch: int = 16, seed: int = 0
+    bits: int = 16,
+    *,
+    steps: int = 300,
+    size: int = 32,
+    batch: int = 16,
+    seed: int = 0,
+    device="cpu",
 ) -> MessageDecoder:
     """Train a HiDDeN encoder/decoder pair on crops of scikit-image pictures with random
-    messages and noise / quantization / blur attacks; return the frozen decoder (eval mode)."""
+    messages and noise / quantization / blur attacks; return the frozen decoder (eval mode)
+    on ``device``. The random draws (crops, messages, noise) come from the CPU generator, so a
+    CPU run is the same whatever ``device`` defaults to."""
     from iclr26.three_d.gs_raster import texture
 
     bits = V.check_int(bits, "bits", low=1, high=256)
@@ -100,7 +121,9 @@ def pretrain_decoder(
     if size % 2:
         raise ValueError(f"size must be even, got {size}")
     batch = V.check_int(batch, "batch", low=2)
-    torch.manual_seed(V.check_int(seed, "seed", low=0))
+    seed = V.check_int(seed, "seed", low=0)
+    device = check_device(device)
+    torch.manual_seed(seed)
     pool = torch.stack(
         [
             texture(n, size, seed=s)
@@ -108,15 +131,15 @@ def pretrain_decoder(
             for s in range(4)
         ]
     )
-    dec, enc = MessageDecoder(bits), _Encoder(bits)
+    dec, enc = MessageDecoder(bits).to(device), _Encoder(bits).to(device)
     opt = torch.optim.Adam([*dec.parameters(), *enc.parameters()], lr=2e-3)
     for t in range(steps):
-        x = pool[torch.randint(len(pool), (batch,))].permute(0, 3, 1, 2)
-        m = torch.randint(0, 2, (batch, bits)).float()
+        x = pool[torch.randint(len(pool), (batch,))].permute(0, 3, 1, 2).to(device)
+        m = torch.randint(0, 2, (batch, bits)).float().to(device)
         y = enc(x, m)
         a = t % 3
         if a == 0:
-            y = y + 0.03 * torch.randn_like(y)
+            y = y + 0.03 * torch.randn_like(y, device="cpu").to(device)  # y's strides kept
         elif a == 1:
             y = y + (torch.round(y * 32) / 32 - y).detach()
         else:
@@ -194,6 +217,10 @@ class CompMarkGS(nn.Module):
             self.qdl = QuantizationDistortionLayer(gs.feature_dim, qdl[0], qdl[1])
         for p in decoder.parameters():
             p.requires_grad_(False)
+        device = gs.anchor.device
+        for p in decoder.parameters():
+            check_same_device("decoder", p, device)
+        self.to(device)  # the message, f' and the QDL live beside the anchors
 
     def watermarked_features(self) -> torch.Tensor:
         """f^w = f + tanh(f')."""
@@ -228,6 +255,7 @@ class CompMarkGS(nn.Module):
         from .growing import HIGH_FREQUENCY, ORDINARY, AnchorGrowth, check_growth_schedule
 
         views, cameras = check_views(views, cameras)
+        check_same_device("views", views, self.gs.anchor.device)
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0, low_open=True)
         msg_from = steps // 2 if msg_from is None else V.check_int(msg_from, "msg_from", low=0)
@@ -299,7 +327,7 @@ class CompMarkGS(nn.Module):
                 mask = None
                 if fag:  # P_err is the valid-region SSIM map: pad back to the image
                     pad = (img.shape[0] - p_err.shape[0]) // 2
-                    mask = torch.zeros(img.shape[:2], dtype=torch.bool)
+                    mask = torch.zeros(img.shape[:2], dtype=torch.bool, device=img.device)
                     hf = high_frequency_mask(p_err.detach())
                     mask[pad : pad + hf.shape[0], pad : pad + hf.shape[1]] = hf
                 growth.accumulate(info, out, self.gs.visible_anchors(cam), cam, pixel_mask=mask)

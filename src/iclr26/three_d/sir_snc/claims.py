@@ -146,10 +146,13 @@ def _bd(curves, method: str, anchor: str) -> tuple[float, int, list[float]]:
     return (float(np.mean(vals)) if vals else float("nan")), len(vals), vals
 
 
-def _rd_figure(ctx: Context, exp: dict, name: str) -> str:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 4))
-    for key, color in (("snc", "C0"), ("draco", "C1"), ("b2", "C2")):
+_LABELS = {"snc": "SIR-SNC", "draco": "Draco q6-12", "b2": "B2 (non-learned SIR codec)"}
+
+
+def _rd_panel(ax, exp: dict, keys: tuple) -> None:
+    """The (bits, Chamfer) points of each codec in ``keys``, one line per test shape."""
+    for key in keys:
+        color = {"snc": "C0", "draco": "C1", "b2": "C2"}[key]
         for j, pts in enumerate(exp["curves"][key]):
             pts = sorted(pts)
             ax.plot(
@@ -158,14 +161,35 @@ def _rd_figure(ctx: Context, exp: dict, name: str) -> str:
                 "o-",
                 color=color,
                 alpha=0.6,
-                label=key if j == 0 else None,
+                markersize=3,
+                label=_LABELS[key] if j == 0 else None,
             )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("bits per shape")
-    ax.set_ylabel("Chamfer-L2")
-    ax.legend()
-    return str(ctx.save_figure(fig, PAPER, name))
+    ax.set_xlabel("bits per shape", fontsize=8)
+    ax.set_ylabel("Chamfer-L2", fontsize=8)
+    ax.legend(fontsize=7)
+
+
+def _bd_panel(ctx: Context, ax, per_shape: dict, threshold: float, anchor: str) -> None:
+    """Per-shape BD-rates (points) and their mean (bar) of each method in ``per_shape``
+    against ``anchor``, with the criterion's threshold; a method without any overlap of
+    distortion ranges gets no bar and says so."""
+    values = [v for vals in per_shape.values() for v in vals]
+    low, high = min([threshold, *values]), max([0.0, *values])
+    for i, vals in enumerate(per_shape.values()):
+        if vals:
+            ax.bar(i, float(np.mean(vals)), color=f"C{i}", alpha=0.6)
+            ax.plot([i] * len(vals), vals, "k.", markersize=4)
+        else:
+            ax.text(i, threshold / 2, "no overlap:\nno BD-rate", ha="center", fontsize=7)
+    ax.axhline(0, color="0.5", linewidth=0.6)
+    ax.set_xlim(-0.6, len(per_shape) - 0.4)
+    ax.set_ylim(low - 0.15 * (high - low), high + 0.15 * (high - low))
+    ctx.mark_threshold(ax, threshold, f"SIR-SNC must reach <= {threshold:g} %")
+    ax.set_xticks(range(len(per_shape)), list(per_shape), fontsize=7)
+    ax.set_ylabel(f"BD-rate vs {anchor} (%)", fontsize=8)
+    ax.legend(fontsize=7)
 
 
 @claim(
@@ -209,7 +233,7 @@ def sir_compact_precise(ctx: Context) -> Result:
             values=r**3, chamfer=float(np.mean(cd_dense)), lzma16_bytes=float(np.mean(lz))
         )
     )
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -217,6 +241,26 @@ def sir_compact_precise(ctx: Context) -> Result:
             "Chamfer <= 1.1 x dense": ratio <= 1.1,
         },
     )
+    fig, (ax_f, ax_c) = _plt().subplots(1, 2, figsize=(7.6, 3.2))
+    shapes = np.arange(len(frac))
+    ax_f.bar(shapes - 0.2, frac, 0.4, label="SIR (stored / res^3)")
+    ax_f.bar(shapes + 0.2, [1.0] * len(frac), 0.4, label="dense TSDF", color="C1")
+    ctx.mark_threshold(ax_f, 0.10, "mean SIR must stay <= 0.10")
+    ax_f.set_yscale("log")
+    ax_f.set_xticks(shapes, [f"shape {i}" for i in shapes], fontsize=7)
+    ax_f.set_ylabel(f"fraction of {r}^3 values stored", fontsize=8)
+    ax_f.legend(fontsize=7)
+    ax_c.bar(shapes - 0.2, cd_sparse, 0.4, label="sparse MC on SIR")
+    ax_c.bar(shapes + 0.2, cd_dense, 0.4, label="MC on dense TSDF", color="C1")
+    ctx.mark_threshold(
+        ax_c, 1.1 * float(np.mean(cd_dense)), "mean sparse must stay <= 1.1 x mean dense"
+    )
+    ax_c.set_xticks(shapes, [f"shape {i}" for i in shapes], fontsize=7)
+    finite = [v for v in (*cd_sparse, *cd_dense) if np.isfinite(v)]
+    ax_c.set_ylim(0, 1.4 * max(finite, default=1.0))
+    ax_c.set_ylabel("Chamfer-L2 to the reference mesh", fontsize=8)
+    ax_c.legend(fontsize=7)
+    return ctx.save_judged(fig, PAPER, "sir-compact-precise", result)
 
 
 @claim(
@@ -231,8 +275,7 @@ def sir_compact_precise(ctx: Context) -> Result:
 def bd_rate_vs_draco(ctx: Context) -> Result:
     exp = _experiment(ctx.scale.value, ctx.seed)
     bd, n, vals = _bd(exp["curves"], "snc", "draco")
-    bd_b2, n_b2, _ = _bd(exp["curves"], "b2", "draco")  # reported, not judged
-    fig = _rd_figure(ctx, exp, "rd-curves")
+    bd_b2, n_b2, vals_b2 = _bd(exp["curves"], "b2", "draco")  # reported, not judged
     best = {
         k: float(np.median([min(p[1] for p in c) for c in exp["curves"][k]]))
         for k in ("snc", "draco", "b2")
@@ -247,15 +290,20 @@ def bd_rate_vs_draco(ctx: Context) -> Result:
         snc_points=exp["curves"]["snc"],
     )
     baseline = dict(draco=dict(points=exp["curves"]["draco"]))
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
-        figures=[fig],
         required={
             "curves overlap on >= 1 shape": n > 0,
             "BD-rate vs Draco <= -30 %": n > 0 and bd <= -30,
         },
     )
+    fig, (ax_rd, ax_bd) = _plt().subplots(
+        1, 2, figsize=(8.4, 3.6), gridspec_kw=dict(width_ratios=(1.5, 1))
+    )
+    _rd_panel(ax_rd, exp, ("snc", "draco", "b2"))
+    _bd_panel(ctx, ax_bd, {"SIR-SNC": vals, "B2 (reported)": vals_b2}, -30, "Draco")
+    return ctx.save_judged(fig, PAPER, "bd-rate-vs-draco", result)
 
 
 @claim(
@@ -272,7 +320,7 @@ def learned_codec_matters(ctx: Context) -> Result:
     bd, n, vals = _bd(exp["curves"], "snc", "b2")
     metrics = dict(bd_rate_vs_b2_pct=bd, shapes_with_overlap=n, per_shape=vals)
     baseline = dict(b2=dict(points=exp["curves"]["b2"]))
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline=baseline,
         required={
@@ -280,6 +328,12 @@ def learned_codec_matters(ctx: Context) -> Result:
             "BD-rate vs B2 <= -10 %": n > 0 and bd <= -10,
         },
     )
+    fig, (ax_rd, ax_bd) = _plt().subplots(
+        1, 2, figsize=(7.6, 3.6), gridspec_kw=dict(width_ratios=(1.5, 1))
+    )
+    _rd_panel(ax_rd, exp, ("snc", "b2"))
+    _bd_panel(ctx, ax_bd, {"SIR-SNC": vals}, -10, "B2")
+    return ctx.save_judged(fig, PAPER, "learned-codec-matters", result)
 
 
 @claim(
@@ -322,6 +376,22 @@ def decode_time(ctx: Context) -> Result:
         model_bytes=4 * sum(p.numel() for p in codec.parameters()),
     )
     baseline = dict(draco_q11=dict(decode=dtimes, bits=dbits))
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics, baseline=baseline, required={"decode <= 2 s per shape": med <= 2.0}
     )
+    fig, (ax_t, ax_b) = _plt().subplots(1, 2, figsize=(7.6, 3.2))
+    shapes = np.arange(len(times))
+    ax_t.bar(shapes - 0.2, times, 0.4, label="SIR-SNC (bitstream -> mesh)")
+    ax_t.bar(shapes + 0.2, [d["cpu_s"] for d in dtimes], 0.4, label="Draco q11 (reported)")
+    ctx.mark_threshold(ax_t, 2.0, "median SIR-SNC must stay <= 2 s")
+    ax_t.set_yscale("log")
+    ax_t.set_xticks(shapes, [f"shape {i}" for i in shapes], fontsize=7)
+    ax_t.set_ylabel("decode CPU s (min, 1 thread)", fontsize=8)
+    ax_t.legend(fontsize=7)
+    ax_b.bar(shapes - 0.2, bits, 0.4, label="SIR-SNC")
+    ax_b.bar(shapes + 0.2, dbits, 0.4, label="Draco q11")
+    ax_b.set_yscale("log")
+    ax_b.set_xticks(shapes, [f"shape {i}" for i in shapes], fontsize=7)
+    ax_b.set_ylabel("bits per shape (reported, not judged)", fontsize=8)
+    ax_b.legend(fontsize=7)
+    return ctx.save_judged(fig, PAPER, "decode-time", result)

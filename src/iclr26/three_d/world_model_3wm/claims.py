@@ -8,13 +8,12 @@ UNet (same steps) in the same process, then evaluates every pathway on held-out 
 from __future__ import annotations
 
 import functools
-import time
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-from iclr26.claims import Context, Result, claim, shared_experiment
+from iclr26.claims import Context, Result, claim, shared_experiment, timeit
 from iclr26.three_d.world_model_3wm.baselines import (
     DepthUNet,
     abs_rel,
@@ -57,8 +56,8 @@ def _wm(s: dict, templates=None) -> WorldModel3WM:
     return WorldModel3WM(s["size"], 4, s["d"], s["layers"], s["heads"], **kw)
 
 
-def _one_seed(s: dict, seed: int, device: str) -> dict:
-    t_cpu = time.process_time()
+def _train(s: dict, seed: int, device: str) -> tuple:
+    """Data, then 3WM, the NVS-only specialist S2 and the depth UNet, trained in that order."""
     train = ToyScenes(s["size"], s["n_train"], seed=seed, kinds=("camera", "object"))
     tests = {
         kind: ToyScenes(s["size"], s["n_test"], seed=10_000 + seed + i, kinds=(kind,))
@@ -78,7 +77,12 @@ def _one_seed(s: dict, seed: int, device: str) -> dict:
     # the depth specialist trains on the camera pairs, for as many steps as the transformers
     cams = SimpleNamespace(**{k: cam_train[k] for k in ("rgb0", "R", "t", "depth0")})
     unet.fit(cams, s["steps"], batch=s["batch"], seed=seed)
-    out: dict = {"train_cpu_s": time.process_time() - t_cpu}
+    return train, tests, wm, s2, unet
+
+
+def _evaluate(s: dict, seed: int, train, tests: dict, wm, s2, unet) -> dict:
+    """Every pathway of 3WM and every baseline on the held-out pairs of C1-C5."""
+    out: dict = {}
 
     # C1: novel view synthesis on camera pairs; prompt flow made from GT depth + camera
     te = tests["camera"]
@@ -158,7 +162,34 @@ def _one_seed(s: dict, seed: int, device: str) -> dict:
         for name, img in (("3wm", rgb_wm), ("s1_warp", rgb_s1), ("vq", vq))
     }
     out["wm"] = {"config": wm.config, "state_dict": wm.state_dict()}
-    out["total_cpu_s"] = time.process_time() - t_cpu
+    return out
+
+
+def _one_seed(s: dict, seed: int, device: str) -> dict:
+    """Train and evaluate one seed; each stage runs once under the timing helper (the models
+    are trained once, so there is nothing to repeat; threads are those ``_experiment`` set),
+    with its load-free counts beside it."""
+    t_train = timeit(lambda: _train(s, seed, device), repeat=1, warmup=0, threads=None)
+    train, tests, wm, s2, unet = t_train.value
+    t_train.value = None
+    t_train.count(
+        transformer_steps=2 * s["steps"],
+        quantizer_steps=s["q_steps"],
+        unet_steps=s["steps"],
+        batch=s["batch"],
+        train_pairs=s["n_train"],
+    )
+    passes = wm.forward_passes + s2.forward_passes
+    t_eval = timeit(
+        lambda: _evaluate(s, seed, train, tests, wm, s2, unet), repeat=1, warmup=0, threads=None
+    )
+    out = t_eval.value
+    t_eval.value = None
+    t_eval.count(
+        transformer_calls=wm.forward_passes + s2.forward_passes - passes,
+        test_pairs=3 * s["n_test"] + s["moto"],
+    )
+    out["timing"] = {"train": t_train.to_dict(), "evaluate": t_eval.to_dict()}
     return out
 
 
@@ -217,33 +248,56 @@ def _trained_model(exp: dict) -> tuple[WorldModel3WM, ToyScenes]:
     return wm.eval(), te
 
 
-def _figure(ctx: Context, name: str, rows: tuple, labels: tuple, cmap=None) -> str:
+def _plt():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n = rows[0].shape[0]
-    fig, axes = plt.subplots(n, len(rows), figsize=(1.6 * len(rows), 1.6 * n), squeeze=False)
+    return plt
+
+
+def _bars(ax, values: dict, ylabel: str, grey: tuple = ()) -> None:
+    """One bar per method (``{label: value}``) with its value; labels in ``grey`` are
+    reported only (a quantizer ceiling), not part of the criterion."""
+    labels = list(values)
+    colors = ["0.6" if k in grey else f"C{i}" for i, k in enumerate(labels)]
+    bars = ax.bar(labels, [float(values[k]) for k in labels], color=colors)
+    ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    ax.margins(y=0.3)  # room above the bars for the labels and the legend
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(axis="x", labelsize=7, rotation=20)
+    ax.tick_params(axis="y", labelsize=7)
+
+
+def _image_figure(rows: tuple, labels: tuple, cmap=None):
+    """Example images (one column per entry of ``rows``, one row per example) and, at the
+    right, an axes for the judged numbers; returns (figure, that axes)."""
+    n, cols = rows[0].shape[0], len(rows)
+    fig = _plt().figure(figsize=(1.3 * (cols + 3), max(1.3 * n, 3.0)))
+    grid = fig.add_gridspec(n, cols + 3)
     for i in range(n):
         for j, (imgs, lab) in enumerate(zip(rows, labels)):
             img = imgs[i]
             img = img.permute(1, 2, 0).numpy() if img.dim() == 3 else img.numpy()
-            axes[i, j].imshow(img, cmap=cmap, interpolation="nearest")
-            axes[i, j].set_xticks([])
-            axes[i, j].set_yticks([])
+            ax = fig.add_subplot(grid[i, j])
+            ax.imshow(img, cmap=cmap, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
             if i == 0:
-                axes[i, j].set_title(lab, fontsize=7)
-    return str(ctx.save_figure(fig, PAPER, name))
+                ax.set_title(lab, fontsize=7)
+    return fig, fig.add_subplot(grid[:, cols + 1 :])
 
 
 def _setting_note(exp: dict) -> dict:
     s = exp["setting"]
     run = exp["runs"][0]
+    timing = run["timing"]
     return {
         "setting": {k: v for k, v in s.items()},
-        "experiment_cpu_s": run["total_cpu_s"],
-        "train_cpu_s": run["train_cpu_s"],
+        "experiment_cpu_s": timing["train"]["cpu_s"] + timing["evaluate"]["cpu_s"],
+        "train_cpu_s": timing["train"]["cpu_s"],
+        "experiment_timing": timing,
     }
 
 
@@ -276,10 +330,7 @@ def c1_unified_nvs(ctx: Context) -> Result:
     )
     t_s1 = ctx.timeit(lambda: forward_warp(rgb0, flow), repeat=ctx.pick(2, 3, 3), threads=1)
     t_s1.count(images=len(rgb0), splats_per_image=rgb0.shape[-1] * rgb0.shape[-2])
-    fig = _figure(
-        ctx, "C1-nvs", runs[0]["nvs_example"], ("RGB0", "GT RGB1", "3WM", "S2-NVS", "S1 warp")
-    )
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **wm3,
             "quantizer_ceiling_psnr": vq["psnr"],
@@ -297,8 +348,18 @@ def c1_unified_nvs(ctx: Context) -> Result:
             "PSNR(3WM) >= PSNR(S2-NVS) - 0.5": wm3["psnr"] >= s2["psnr"] - 0.5,
             "PSNR(3WM) >= PSNR(S1) + 1.0": wm3["psnr"] >= s1["psnr"] + 1.0,
         },
-        figures=[fig],
     )
+    fig, ax = _image_figure(runs[0]["nvs_example"], ("RGB0", "GT RGB1", "3WM", "S2-NVS", "S1 warp"))
+    _bars(
+        ax,
+        {"3WM": wm3["psnr"], "S2-NVS": s2["psnr"], "S1 warp": s1["psnr"], "VQ ceiling": vq["psnr"]},
+        "test PSNR on camera pairs (dB)",
+        grey=("VQ ceiling",),
+    )
+    ctx.mark_threshold(ax, s2["psnr"] - 0.5, "3WM must reach S2-NVS - 0.5 dB")
+    ctx.mark_threshold(ax, s1["psnr"] + 1.0, "3WM must reach S1 + 1 dB", color="tab:red")
+    ax.legend(fontsize=7, loc="lower right")
+    return ctx.save_judged(fig, PAPER, "C1-unified-nvs", result)
 
 
 @claim(
@@ -317,8 +378,7 @@ def c2_zero_shot_depth(ctx: Context) -> Result:
     wm3, unet, med = (_mean(runs, "depth", k) for k in ("3wm", "s2_unet", "s3_median"))
     vq = _mean(runs, "depth", "vq")
     gt, d_wm, d_unet = runs[0]["depth_example"]
-    fig = _figure(ctx, "C2-depth", (gt, d_wm, d_unet), ("GT depth", "3WM", "S2 UNet"), "magma")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **wm3,
             "ratio_vs_unet": wm3["abs_rel"] / unet["abs_rel"],
@@ -330,8 +390,23 @@ def c2_zero_shot_depth(ctx: Context) -> Result:
             "AbsRel(3WM) <= 1.2 AbsRel(S2)": wm3["abs_rel"] <= 1.2 * unet["abs_rel"],
             "AbsRel(3WM) < AbsRel(S3)": wm3["abs_rel"] < med["abs_rel"],
         },
-        figures=[fig],
     )
+    fig, ax = _image_figure((gt, d_wm, d_unet), ("GT depth", "3WM", "S2 UNet"), "magma")
+    _bars(
+        ax,
+        {
+            "3WM": wm3["abs_rel"],
+            "S2 UNet": unet["abs_rel"],
+            "S3 median": med["abs_rel"],
+            "exact flow + VQ": vq["abs_rel"],
+        },
+        "AbsRel on camera pairs (lower is better)",
+        grey=("exact flow + VQ",),
+    )
+    ctx.mark_threshold(ax, 1.2 * unet["abs_rel"], "3WM must stay <= 1.2 x S2 UNet")
+    ctx.mark_threshold(ax, med["abs_rel"], "3WM must lie below S3 median", color="tab:red")
+    ax.legend(fontsize=7, loc="upper right")
+    return ctx.save_judged(fig, PAPER, "C2-zero-shot-depth", result)
 
 
 @claim(
@@ -349,7 +424,7 @@ def c3_manipulation(ctx: Context) -> Result:
     exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
     wm3, s1 = (_mean(exp["runs"], "manipulation", k) for k in ("3wm", "s1_warp"))
     vq = _mean(exp["runs"], "manipulation", "vq")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **wm3,
             "quantizer_ceiling_object_psnr": vq["object_psnr"],
@@ -362,6 +437,22 @@ def c3_manipulation(ctx: Context) -> Result:
             "object PSNR(3WM) >= S1 + 0.5": wm3["object_psnr"] >= s1["object_psnr"] + 0.5,
         },
     )
+    fig, (ax_obj, ax_bg) = _plt().subplots(1, 2, figsize=(7.2, 3.4))
+    for ax, key, what in (
+        (ax_obj, "object_psnr", "object"),
+        (ax_bg, "background_psnr", "background"),
+    ):
+        _bars(
+            ax,
+            {"3WM": wm3[key], "S1 warp": s1[key], "VQ ceiling": vq[key]},
+            f"{what} PSNR on object pairs (dB)",
+            grey=("VQ ceiling",),
+        )
+    ctx.mark_threshold(ax_obj, s1["object_psnr"] + 0.5, "3WM must reach S1 + 0.5 dB")
+    ctx.mark_threshold(ax_bg, s1["background_psnr"], "3WM must reach S1")
+    for ax in (ax_obj, ax_bg):
+        ax.legend(fontsize=7, loc="lower right")
+    return ctx.save_judged(fig, PAPER, "C3-manipulation", result)
 
 
 @claim(
@@ -377,11 +468,22 @@ def c3_manipulation(ctx: Context) -> Result:
 def c4_composition(ctx: Context) -> Result:
     exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
     wm3, s1 = (_mean(exp["runs"], "compose", k) for k in ("3wm", "s1_warp"))
-    return Result.judge(
+    result = Result.judge(
         metrics={**wm3, "gain_vs_s1_db": wm3["psnr"] - s1["psnr"], **_setting_note(exp)},
         baseline={"s1_warp": s1},
         required={"PSNR(3WM) >= PSNR(S1) + 0.5": wm3["psnr"] >= s1["psnr"] + 0.5},
     )
+    fig, (ax, ax_dis) = _plt().subplots(1, 2, figsize=(6.4, 3.4))
+    _bars(ax, {"3WM": wm3["psnr"], "S1 warp": s1["psnr"]}, "PSNR on object + camera pairs (dB)")
+    ctx.mark_threshold(ax, s1["psnr"] + 0.5, "3WM must reach S1 + 0.5 dB")
+    ax.legend(fontsize=7, loc="lower right")
+    _bars(
+        ax_dis,
+        {"3WM": wm3["psnr_disoccluded"], "S1 warp": s1["psnr_disoccluded"]},
+        "PSNR on disoccluded pixels (dB)",
+    )
+    ax_dis.set_title("reported, not judged", fontsize=8)
+    return ctx.save_judged(fig, PAPER, "C4-composition", result)
 
 
 @claim(
@@ -398,7 +500,7 @@ def c5_real_transfer(ctx: Context) -> Result:
     exp = _experiment(ctx.scale.value, ctx.seed, ctx.device)
     wm3, s1 = (_mean(exp["runs"], "real", k) for k in ("3wm", "s1_warp"))
     vq = _mean(exp["runs"], "real", "vq")
-    return Result.judge(
+    result = Result.judge(
         metrics={
             **wm3,
             "gain_vs_s1_db": wm3["psnr"] - s1["psnr"],
@@ -408,3 +510,13 @@ def c5_real_transfer(ctx: Context) -> Result:
         baseline={"s1_warp": s1},
         required={"PSNR(3WM) >= PSNR(S1)": wm3["psnr"] >= s1["psnr"]},
     )
+    fig, ax = _plt().subplots(figsize=(4.4, 3.4))
+    _bars(
+        ax,
+        {"3WM": wm3["psnr"], "S1 warp": s1["psnr"], "VQ ceiling": vq["psnr"]},
+        "PSNR on real stereo crops (dB)",
+        grey=("VQ ceiling",),
+    )
+    ctx.mark_threshold(ax, s1["psnr"], "3WM must reach S1")
+    ax.legend(fontsize=7, loc="lower right")
+    return ctx.save_judged(fig, PAPER, "C5-real-image-transfer", result)

@@ -8,12 +8,12 @@ and shared by every detector.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from iclr26 import validation as V
+from iclr26.claims import timeit
 from iclr26.metrics.tsad import find_period, get_metrics
 from iclr26.timeseries.paano.baselines import (
     CNNForecastAD,
@@ -77,20 +77,22 @@ def limited_threads(n: int = 1) -> Iterator[None]:
 
 
 def evaluate(detector, series: LabelledSeries, window: int | None = None) -> dict:
-    """Fit on the training prefix, score the full series; the metrics, wall and CPU times."""
+    """Fit on the training prefix, score the full series; the metrics, and the wall and CPU
+    seconds of the fit and of the scoring (each run once, through :func:`iclr26.claims.timeit`
+    with the caller's thread settings), with the points each step handled (``count_*``)."""
     V.check_module_attrs(detector, "detector", ("fit", "decision_function"))
     if not isinstance(series, LabelledSeries):
         raise TypeError(f"series must be a LabelledSeries, got {type(series).__name__}")
     if series.labels.min() == series.labels.max():
         raise ValueError("series must have both normal (0) and anomalous (1) labels")
     window = find_period(series.values) if window is None else V.check_int(window, "window", low=1)
-    t0, c0 = time.perf_counter(), time.process_time()
-    detector.fit(series.train)
-    t1, c1 = time.perf_counter(), time.process_time()
-    scores = detector.decision_function(series.values)
-    t2, c2 = time.perf_counter(), time.process_time()
-    out = get_metrics(scores, series.labels, sliding_window=window)
-    out.update(fit_s=t1 - t0, score_s=t2 - t1, fit_cpu_s=c1 - c0, score_cpu_s=c2 - c1)
+    fit = timeit(lambda: detector.fit(series.train), repeat=1, warmup=0, threads=None)
+    score = timeit(
+        lambda: detector.decision_function(series.values), repeat=1, warmup=0, threads=None
+    )
+    out = get_metrics(score.value, series.labels, sliding_window=window)
+    out.update(fit_s=fit.wall_s, score_s=score.wall_s, fit_cpu_s=fit.cpu_s, score_cpu_s=score.cpu_s)
+    out.update(count_train_points=len(series.train), count_scored_points=len(series.values))
     return out
 
 

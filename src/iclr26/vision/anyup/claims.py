@@ -243,7 +243,7 @@ def agnostic_layer_cost(ctx: Context) -> Result:
     cpu = {k: v["cpu_s"] / 8 for k, v in timing.items()}
     flop_ratio = timing["anyup"]["count_flops"] / timing["specific"]["count_flops"]
     cpu_ratio = cpu["anyup"] / cpu["specific"]
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "cpu_s_per_image": cpu,
             "cpu_ratio_anyup_over_specific": cpu_ratio,
@@ -257,3 +257,30 @@ def agnostic_layer_cost(ctx: Context) -> Result:
             "CPU-time ratio AnyUp / specific <= 1.5": cpu_ratio <= 1.5,
         },
     )
+    mflops = {k: v["count_flops"] / 8 / 1e6 for k, v in timing.items()}
+    panels = [
+        ("forward MFLOPs per image (counted)", mflops, 1.25 * mflops["specific"],
+         "AnyUp needs <= 1.25 x specific"),
+        ("CPU ms per image (one thread, min)", {k: 1e3 * v for k, v in cpu.items()},
+         1.5e3 * cpu["specific"], "AnyUp needs <= 1.5 x specific"),
+    ]  # fmt: skip
+    return _cost_figure(ctx, "agnostic-layer-cost", result, panels, method="anyup")
+
+
+def _cost_figure(ctx: Context, name: str, result: Result, panels: list, method: str) -> Result:
+    """One bar panel per judged cost, ``panels`` holding ``(ylabel, {name: value}, bound,
+    label)``: the method (red) beside its baselines with the criterion's bound drawn as a
+    threshold; titled with the verdict of ``result`` and attached to it."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.3))
+    for ax, (ylabel, values, bound, label) in zip(np.atleast_1d(axes), panels):
+        names = list(values)
+        colors = ["tab:red" if n == method else "tab:blue" for n in names]
+        ax.bar(range(len(names)), [values[n] for n in names], color=colors)
+        ctx.mark_threshold(ax, bound, label)
+        ax.set_ylim(0, 1.25 * max(max(values.values()), bound))
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, name, result)

@@ -285,7 +285,7 @@ def post_hoc_cost(ctx: Context) -> Result:
                  grid_points=len(fitted.search_))  # fmt: skip
     time_ratio = dial_t.cpu_s / epoch_t.cpu_s
     flop_ratio = dial_flops / epoch_flops
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "time_ratio_dial_over_epoch": time_ratio,
             "flop_ratio_dial_over_epoch": flop_ratio,
@@ -295,3 +295,21 @@ def post_hoc_cost(ctx: Context) -> Result:
         baseline={"retrain_one_epoch": epoch_t.to_dict()},
         required={"time ratio <= 1": time_ratio <= 1.0, "FLOP ratio <= 1": flop_ratio <= 1.0},
     )
+    return _cost_figure(ctx, result, {"CPU s (one thread)": (dial_t.cpu_s, epoch_t.cpu_s),
+                                      "GFLOPs (counted)": (dial_flops / 1e9, epoch_flops / 1e9)})  # fmt: skip
+
+
+def _cost_figure(ctx: Context, result: Result, panels: dict[str, tuple[float, float]]) -> Result:
+    """DIAL.fit beside one epoch of retraining, one panel per judged cost, with the bound (the
+    epoch's own cost: ratio <= 1) drawn as a threshold; titled with the verdict of ``result``."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.2))
+    for ax, (ylabel, (dial, epoch)) in zip(np.atleast_1d(axes), panels.items()):
+        ax.bar([0, 1], [dial, epoch], color=["tab:red", "tab:blue"])
+        ctx.mark_threshold(ax, epoch, "DIAL.fit needs <= 1 x one epoch")
+        ax.set_ylim(0, 1.25 * max(dial, epoch))
+        ax.set_xticks([0, 1], ["DIAL.fit", "retrain, 1 epoch"], fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, "post-hoc-cost", result)

@@ -14,6 +14,7 @@ from iclr26.vision.iecl.extractor import make_framework, train_ssl
 PAPER = "iecl"
 LR = 1e-3
 DELTA_H_MIN = 0.1  # nats: below this the transform is not generating entropy
+GAIN_MIN = 1.0  # points of mean probe gain the gain claims need
 
 
 def _data(seed: int, n_train: int, n_test: int, size: int = 32):
@@ -76,8 +77,8 @@ def _curves_figure(ctx: Context, histories: dict[str, dict], name: str, result: 
     seeds = np.arange(len(acc["iecl"]))
     axes[3].plot(seeds, acc["simclr"], "s", color="tab:gray", label="SimCLR")
     axes[3].plot(seeds, acc["iecl"], "o", color="tab:red", label="IE-CL")
-    ctx.mark_threshold(axes[3], float(np.mean(acc["simclr"])) + 1.0,
-                       "IE-CL mean needs SimCLR mean + 1.0")  # fmt: skip
+    ctx.mark_threshold(axes[3], float(np.mean(acc["simclr"])) + GAIN_MIN,
+                       f"IE-CL mean needs SimCLR mean + {GAIN_MIN}")  # fmt: skip
     axes[3].set(title="probe accuracy (each seed: IE-CL >= SimCLR)", xlabel="seed",
                 ylabel="accuracy (points)", xticks=seeds)  # fmt: skip
     axes[3].title.set_fontsize(8)
@@ -85,7 +86,7 @@ def _curves_figure(ctx: Context, histories: dict[str, dict], name: str, result: 
     return ctx.save_judged(fig, PAPER, name, result)
 
 
-def _gain_verdict(gains: list[float], threshold: float = 1.0):
+def _gain_verdict(gains: list[float], threshold: float = GAIN_MIN):
     mean_gain = float(np.mean(gains))
     required = {
         f"mean gain >= +{threshold} point": mean_gain >= threshold,
@@ -214,12 +215,62 @@ def gain_shrinks_with_batch(ctx: Context) -> Result:
                 acc[(method, b)].append(100 * _train_and_probe(method, data, steps, b, seed)[1])
     small, large = batches
     gain = {b: float(np.mean(acc[("iecl", b)]) - np.mean(acc[("simclr", b)])) for b in batches}
-    return Result.judge(
+    result = Result.judge(
         metrics={f"gain_B{b}": gain[b] for b in batches}
         | {f"iecl_acc_B{b}": acc[("iecl", b)] for b in batches},
         baseline={f"simclr_acc_B{b}": acc[("simclr", b)] for b in batches},
         required={f"gain at B = {small} > gain at B = {large}": gain[small] > gain[large]},
     )
+    return _batch_figure(ctx, acc, gain, batches, result)
+
+
+def _batch_figure(ctx: Context, acc: dict, gain: dict, batches, result: Result) -> Result:
+    """Probe accuracy per batch size (bars: seed means, dots: seeds) and the gain per batch
+    size with the bound the small-batch gain must exceed (the large-batch gain); titled with
+    the verdict of ``result`` and attached to it."""
+    import matplotlib.pyplot as plt
+
+    small, large = batches
+    fig, axes = plt.subplots(1, 2, figsize=(7.4, 3.3))
+    x = np.arange(len(batches))
+    for j, (method, label) in enumerate((("simclr", "SimCLR"), ("iecl", "IE-CL"))):
+        means = [float(np.mean(acc[(method, b)])) for b in batches]
+        axes[0].bar(x + (j - 0.5) * 0.38, means, 0.38, label=label,
+                    color=("tab:gray", "tab:red")[j])  # fmt: skip
+        for i, b in enumerate(batches):
+            axes[0].scatter([i + (j - 0.5) * 0.38] * len(acc[(method, b)]), acc[(method, b)],
+                            color="black", s=10, zorder=3)  # fmt: skip
+    axes[0].set_xticks(x, [f"B = {b}" for b in batches])
+    axes[0].set_ylabel("linear-probe accuracy (%)", fontsize=8)
+    axes[0].legend(fontsize=7)
+    axes[1].bar(x, [gain[b] for b in batches], 0.5, color=["tab:red", "tab:gray"])
+    ctx.mark_threshold(axes[1], gain[large], f"gain(B = {small}) must exceed gain(B = {large})")
+    axes[1].axhline(0.0, color="grey", linewidth=0.6)
+    axes[1].set_xticks(x, [f"B = {b}" for b in batches])
+    axes[1].set_ylabel("gain IE-CL - SimCLR (points, seed mean)", fontsize=8)
+    axes[1].legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, "gain-shrinks-with-batch", result)
+
+
+def _seed_figure(ctx: Context, acc: dict[str, list[float]], labels: dict[str, str], name: str,
+                 result: Result, threshold: float = GAIN_MIN) -> Result:  # fmt: skip
+    """Per-seed probe accuracy of the base framework and of IE-CL on it, their means, and the
+    bound on IE-CL's mean (base mean + ``threshold``); titled with the verdict of ``result``."""
+    import matplotlib.pyplot as plt
+
+    (base, base_label), (method, method_label) = labels.items()
+    fig, ax = plt.subplots(figsize=(5.0, 3.3))
+    seeds = np.arange(len(acc[method]))
+    ax.plot(seeds, acc[base], "s", color="tab:gray", label=base_label)
+    ax.plot(seeds, acc[method], "o", color="tab:red", label=method_label)
+    ax.axhline(float(np.mean(acc[method])), color="tab:red", linewidth=1.0,
+               label=f"{method_label} mean")  # fmt: skip
+    ctx.mark_threshold(ax, float(np.mean(acc[base])) + threshold,
+                       f"{method_label} mean needs {base_label} mean + {threshold}")  # fmt: skip
+    ax.set(xlabel="seed", ylabel="accuracy (points)", xticks=seeds)
+    ax.set_title(f"probe accuracy (each seed: {method_label} >= {base_label})", fontsize=8)
+    ax.legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, name, result)
 
 
 @claim(
@@ -246,7 +297,7 @@ def plug_in_byol(ctx: Context) -> Result:
             acc[method].append(100 * _train_and_probe(method, data, steps, batch, seed)[1])
     gains = [b - a for a, b in zip(acc["byol"], acc["iecl_byol"])]
     mean_gain, required, partial = _gain_verdict(gains)
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "iecl_byol_acc": acc["iecl_byol"],
             "gain_points": gains,
@@ -256,3 +307,5 @@ def plug_in_byol(ctx: Context) -> Result:
         required=required,
         partial=partial,
     )
+    labels = {"byol": "BYOL-lite", "iecl_byol": "IE-CL on BYOL-lite"}
+    return _seed_figure(ctx, acc, labels, "plug-in-byol", result)

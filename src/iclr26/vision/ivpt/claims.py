@@ -307,9 +307,36 @@ def step_cost(ctx: Context) -> Result:
         "inference FLOPs <= 1.3x VPT-deep's": ratios["inference_flops_ratio"] <= 1.3,
         "inference CPU time <= 1.5x VPT-deep's": ratios["inference_time_ratio"] <= 1.5,
     }
-    return Result.judge(
+    result = Result.judge(
         metrics={**ratios, **{f"ivpt_{k}": v for k, v in iv.items()}, "images": n_img},
         baseline={"vpt_deep": vp},
         required=required,
         note="times measured on a possibly shared machine; the FLOP counts are load-free",
     )
+    panels = [
+        ("inference MFLOPs per image", "inference_flops_per_image", 1e-6, 1.3),
+        (f"inference CPU ms per {n_img} images (min)", "inference_cpu_s", 1e3, 1.5),
+        (f"training-step CPU ms, {n_img} images (reported)", "step_cpu_s", 1e3, None),
+    ]
+    return _cost_figure(ctx, measured, panels, result)
+
+
+def _cost_figure(ctx: Context, measured: dict, panels: list, result: Result) -> Result:
+    """IVPT beside VPT-deep, one panel per cost ``(ylabel, key, scale, factor)``, with the
+    criterion's bound (``factor`` x VPT-deep's) drawn where the cost is judged; titled with
+    the verdict of ``result`` and attached to it."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3.2))
+    for ax, (ylabel, key, scale, factor) in zip(axes, panels):
+        values = [scale * measured[m][key] for m in ("ivpt", "vpt_deep")]
+        ax.bar([0, 1], values, color=["tab:red", "tab:blue"])
+        top = max(values)
+        if factor is not None:
+            ctx.mark_threshold(ax, factor * values[1], f"IVPT needs <= {factor} x VPT-deep")
+            top = max(top, factor * values[1])
+            ax.legend(fontsize=6)
+        ax.set_ylim(0, 1.25 * top)
+        ax.set_xticks([0, 1], ["IVPT", "VPT-deep"], fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+    return ctx.save_judged(fig, PAPER, "step-cost", result)

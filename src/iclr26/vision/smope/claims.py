@@ -302,12 +302,47 @@ def one_pass_fewer_params(ctx: Context) -> Result:
         <= 0.75,
         "prompt params <= 0.5x CODA-P-lite's": ratios["params_ratio_vs_coda"] <= 0.5,
     }
-    return Result.judge(
+    result = Result.judge(
         metrics={**ratios, **{f"smope_{k}": v for k, v in s.items()}, "images": n_img},
         baseline={m: measured[m] for m in measured if m != "smope"},
         required=required,
         note="times measured on a shared machine; the counts are load-free",
     )
+    return _cost_figure(ctx, measured, result)
+
+
+def _cost_figure(ctx: Context, measured: dict[str, dict], result: Result) -> Result:
+    """Passes, FLOPs, CPU time per image and prompt parameters of SMoPE beside the prompt
+    baselines, each with the criterion's bound for SMoPE (the passes: 1 for SMoPE, 2 for
+    L2P-lite and CODA-P-lite); titled with the verdict of ``result`` and attached to it."""
+    import matplotlib.pyplot as plt
+
+    names = list(measured)
+    two_pass = min(measured[m]["flops_per_image"] for m in ("l2p_lite", "coda_prompt_lite"))
+    two_pass_cpu = min(measured[m]["cpu_s_per_image"] for m in ("l2p_lite", "coda_prompt_lite"))
+    panels = [  # (ylabel, key, scale, [(bound, label)])
+        ("backbone passes per image (counted)", "passes_per_image", 1.0,
+         [(1.0, "SMoPE must be 1"), (2.0, "L2P-lite, CODA-P-lite must be 2")]),
+        ("MFLOPs per image (counted)", "flops_per_image", 1e-6,
+         [(0.6 * two_pass * 1e-6, "SMoPE needs <= 0.6 x L2P/CODA (lower)")]),
+        ("CPU ms per image (one thread, min)", "cpu_s_per_image", 1e3,
+         [(0.75 * two_pass_cpu * 1e3, "SMoPE needs <= 0.75 x L2P/CODA (lower)")]),
+        ("prompt parameters (thousands)", "prompt_params", 1e-3,
+         [(0.5 * measured["coda_prompt_lite"]["prompt_params"] * 1e-3,
+           "SMoPE needs <= 0.5 x CODA-P-lite")]),
+    ]  # fmt: skip
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.1 * len(panels), 3.4))
+    for ax, (ylabel, key, scale, bounds) in zip(axes, panels):
+        values = [scale * measured[m][key] for m in names]
+        ax.bar(range(len(names)), values,
+               color=["tab:red" if m == "smope" else "tab:blue" for m in names])  # fmt: skip
+        for k, (bound, label) in enumerate(bounds):
+            ctx.mark_threshold(ax, bound, label, linestyle=("--", ":")[k % 2])
+        ax.set_ylim(0, 1.3 * max(max(values), *(b for b, _ in bounds)))
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, "one-pass-fewer-params", result)
 
 
 @claim(
@@ -351,9 +386,31 @@ def components(ctx: Context) -> Result:
     gains = {v: mean["smope"] - mean[v] for v in variants if v != "smope"}
     required = {f"FAA(SMoPE) >= FAA({v}) + 0.5": g >= 0.5 for v, g in gains.items()}
     partial = {f"FAA({v}) <= FAA(SMoPE) + 0.5": g >= -0.5 for v, g in gains.items()}
-    return Result.judge(
+    result = Result.judge(
         metrics={"faa": mean["smope"], "faa_per_seed": faa["smope"], "gains": gains},
         baseline={v: {"faa": mean[v], "faa_per_seed": faa[v]} for v in variants if v != "smope"},
         required=required,
         partial=partial,
     )
+    return _ablation_figure(ctx, faa, result)
+
+
+def _ablation_figure(ctx: Context, faa: dict[str, list[float]], result: Result) -> Result:
+    """FAA of SMoPE and of each ablation (bars: seed means, dots: seeds), with the bound SMoPE
+    needs (every ablation + 0.5, i.e. the best ablation + 0.5); titled with the verdict."""
+    import matplotlib.pyplot as plt
+
+    names = list(faa)
+    means = [float(np.mean(faa[v])) for v in names]
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.bar(range(len(names)), means,
+           color=["tab:red" if v == "smope" else "tab:blue" for v in names])  # fmt: skip
+    for i, v in enumerate(names):
+        ax.scatter([i] * len(faa[v]), faa[v], color="black", s=10, zorder=3)
+    best = max(m for v, m in zip(names, means) if v != "smope")
+    ctx.mark_threshold(ax, best + 0.5, "SMoPE needs every ablation + 0.5")
+    ax.set_ylim(0, 1.2 * max(*means, best + 0.5))
+    ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("final average accuracy FAA (%)", fontsize=8)
+    ax.legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, "components", result)

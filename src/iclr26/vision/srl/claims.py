@@ -236,7 +236,7 @@ def step_overhead(ctx: Context) -> Result:
     measure = "wall_s" if gpu else "cpu_s"
     ratio = {p: timing[f"srl_{p}"][measure] / timing[f"base_{p}"][measure] for p in phases}
     flop_ratio = {p: flops[f"srl_{p}"] / flops[f"base_{p}"] for p in phases}
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "time_ratio_srl_over_base": ratio["synergy"],
             "flop_ratio_srl_over_base": flop_ratio["synergy"],
@@ -253,3 +253,35 @@ def step_overhead(ctx: Context) -> Result:
             f"time ratio SRL / base <= {STEP_RATIO}": ratio["synergy"] <= STEP_RATIO,
         },
     )
+    unit = "wall" if gpu else "CPU"
+    panels = {
+        "GFLOPs per step (counted)": {k: v / 1e9 for k, v in flops.items()},
+        f"{unit} ms per step (min)": {k: 1e3 * timing[k][measure] for k in timing},
+    }
+    return _cost_figure(ctx, panels, ratio["warmup"], result)
+
+
+def _cost_figure(ctx: Context, panels: dict[str, dict[str, float]], warmup_ratio: float,
+                 result: Result) -> Result:  # fmt: skip
+    """Step cost of the base model and SRL in the judged phase (L_dec, L_enc on), with the
+    bound STEP_RATIO x base, one panel per cost; the warm-up phase is shown beside, not
+    judged. Titled with the verdict of ``result`` and attached to it."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.8 * len(panels), 3.3))
+    order = ("base_synergy", "srl_synergy", "base_warmup", "srl_warmup")
+    labels = ("base", "SRL", "base\n(warm-up)", "SRL\n(warm-up)")
+    for ax, (ylabel, values) in zip(axes, panels.items()):
+        ys = [values[k] for k in order]
+        bars = ax.bar(range(4), ys, color=["tab:blue", "tab:red", "tab:blue", "tab:red"])
+        for patch in bars.patches[2:]:  # the warm-up phase is reported, not judged
+            patch.set_alpha(0.4)
+        bound = STEP_RATIO * values["base_synergy"]
+        ctx.mark_threshold(ax, bound, f"SRL needs <= {STEP_RATIO} x base (judged phase)")
+        ax.set_ylim(0, 1.25 * max(*ys, bound))
+        ax.set_xticks(range(4), labels, fontsize=7)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.legend(fontsize=6)
+    axes[-1].set_title(f"warm-up phase (L_reg) time ratio {warmup_ratio:.2f}, reported",
+                       fontsize=7)  # fmt: skip
+    return ctx.save_judged(fig, PAPER, "step-overhead", result)

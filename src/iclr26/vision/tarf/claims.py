@@ -222,7 +222,7 @@ def gravity_exposes(ctx: Context) -> Result:
             r_out.append(float(first[hidden].mean()))
         base_rate.append(float(hidden.mean()))
     p, r, b = float(np.mean(precision)), float(np.mean(recall)), float(np.mean(base_rate))
-    return Result.judge(
+    result = Result.judge(
         metrics={
             "precision": p,
             "recall": r,
@@ -238,6 +238,34 @@ def gravity_exposes(ctx: Context) -> Result:
         },
         required={"precision >= 2x random": p >= 2 * b, "recall >= 0.5": r >= 0.5},
     )
+    panels = {
+        "precision": ({"gravity (TARF)": precision, "feature similarity": feat_precision,
+                       "random": base_rate}, 2 * b, "TARF needs >= 2 x random"),
+        "recall": ({"gravity (TARF)": recall, "feature similarity": feat_recall}, 0.5,
+                   "TARF needs >= 0.5"),
+    }  # fmt: skip
+    return _gravity_figure(ctx, panels, result)
+
+
+def _gravity_figure(ctx: Context, panels: dict, result: Result) -> Result:
+    """Precision and recall of the easily-affected set for the hidden siblings (bars: seed
+    means, dots: seeds), gravity selection beside feature similarity and a random pick, with
+    the criterion's bounds; titled with the verdict of ``result`` and attached to it."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 3.3))
+    for ax, (ylabel, (values, bound, label)) in zip(axes, panels.items()):
+        names = list(values)
+        ax.bar(range(len(names)), [float(np.mean(values[n])) for n in names],
+               color=["tab:red" if i == 0 else "tab:blue" for i in range(len(names))])  # fmt: skip
+        for i, n in enumerate(names):
+            ax.scatter([i] * len(values[n]), values[n], color="black", s=10, zorder=3)
+        ctx.mark_threshold(ax, bound, label)
+        ax.set_ylim(0, 1.05)
+        ax.set_xticks(range(len(names)), names, rotation=15, ha="right", fontsize=7)
+        ax.set_ylabel(f"{ylabel} for the hidden siblings", fontsize=8)
+        ax.legend(fontsize=6)
+    return ctx.save_judged(fig, "tarf", "gravity-exposes-hidden-targets", result)
 
 
 __all__ = ["closer_to_retrain", "gravity_exposes", "run_setting"]
