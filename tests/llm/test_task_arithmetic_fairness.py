@@ -227,6 +227,9 @@ def test_claims_smoke(tmp_path):
         assert record["verdict"] != "error", record["traceback"]
         assert not contract_problems(record), name
         assert record["metrics"]
+        assert record["figures"], f"{name} saved no figure"
+        for rel in record["figures"]:
+            assert (tmp_path / rel).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # D1 is reported, never judged; its U(λ) uses the relative coefficients λ_g = G·λ
     assert record["verdict"] == "inconclusive" and "not judged" in record["reason"]
     seed = record["metrics"]["per_seed"][0]

@@ -260,14 +260,7 @@ def tuned_ta_vs_fft_lora(ctx: Context) -> Result:
         "ta_per_seed": [_short(r["ta"]) for r in rows],
         "seeds": list(s["seeds"]),
     }
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(9, 3))
-    for ax, key in zip(axes, ("acc", "dpd", "eod")):
-        vals = [metrics[f"{key}_{meth}"] for meth in ("ta", "fft", "lora")]
-        ax.bar(["TA(λ*)", "FFT", "LoRA"], vals, color=["C2", "C0", "C1"])
-        ax.set_title(key.upper() if key != "acc" else "accuracy")
-    fig_path = ctx.save_figure(fig, PAPER, "tuned-ta-vs-fft-lora")
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={
             "fft": {k: metrics[f"{k}_fft"] for k in ("acc", "dpd", "eod")},
@@ -279,8 +272,21 @@ def tuned_ta_vs_fft_lora(ctx: Context) -> Result:
             "EOD_TA < EOD_FFT": metrics["eod_ta"] < metrics["eod_fft"],
             "EOD_TA < EOD_LoRA": metrics["eod_ta"] < metrics["eod_lora"],
         },
-        figures=[fig_path],
     )
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(9.5, 3.4))
+    marks = {
+        "acc": (metrics["acc_fft"] - 0.03, "TA must reach FFT − 0.03"),
+        "dpd": (metrics["dpd_fft"], "TA must stay below FFT"),
+        "eod": (min(metrics["eod_fft"], metrics["eod_lora"]), "TA must stay below FFT and LoRA"),
+    }
+    for ax, key in zip(axes, ("acc", "dpd", "eod")):
+        vals = [metrics[f"{key}_{meth}"] for meth in ("ta", "fft", "lora")]
+        ax.bar(["TA(λ*)", "FFT", "LoRA"], vals, color=["C2", "C0", "C1"])
+        ax.set_title(key.upper() if key != "acc" else "accuracy", fontsize=9)
+        mark_threshold(ax, *marks[key])
+        ax.legend(fontsize=6, loc="lower right")
+    return ctx.save_judged(fig, PAPER, "tuned-ta-vs-fft-lora", result)
 
 
 @claim(
@@ -311,13 +317,22 @@ def lambda_frontier(ctx: Context) -> Result:
         curves.append(ex)
     finite = [r for r in rhos if np.isfinite(r)]
     if not finite:
-        return Result(
+        result = Result(
             Verdict.INCONCLUSIVE,
             "the accuracy peak sits at the end of the grid: fewer than 3 points past it",
             metrics={"lambda_acc": lam_accs},
             baseline={"fft_test": _short(curves[0]["fft"]["test"])},
             checks={">= 3 grid points past the accuracy peak": False},
         )
+        ex = curves[0]
+        fig, ax = _plt().subplots(figsize=(5.5, 3.5))
+        lam = [r["lam"] for r in ex["sweep"]]
+        for key, color in (("accuracy", "C0"), ("eod", "C3")):
+            ax.plot(lam, [r["test"][key] for r in ex["sweep"]], "o-", color=color, label=key)
+        ax.axvline(lam_accs[0], color="gray", linestyle="--", label="λ_acc: no 3 points past it")
+        ax.set_xlabel("λ (sum convention)")
+        ax.legend(fontsize=7)
+        return ctx.save_judged(fig, PAPER, "lambda-frontier", result)
     metrics = {
         "spearman_lambda_eod": float(np.mean(finite)),
         "spearman_per_seed": rhos,
@@ -326,17 +341,7 @@ def lambda_frontier(ctx: Context) -> Result:
         "sweep_test": [{"lam": r["lam"], **_short(r["test"])} for r in curves[0]["sweep"]],
     }
     ex = curves[0]
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
-    lam = [r["lam"] for r in ex["sweep"]]
-    for key, color in (("accuracy", "C0"), ("dpd", "C1"), ("eod", "C3")):
-        ax.plot(lam, [r["test"][key] for r in ex["sweep"]], "o-", color=color, label=f"TA {key}")
-        ax.axhline(ex["fft"]["test"][key], color=color, linestyle=":", alpha=0.8)
-    ax.axvline(lam_accs[0], color="gray", linestyle="--", label="λ_acc")
-    ax.set_xlabel("λ (sum convention)")
-    ax.legend(fontsize=7)
-    fig_path = ctx.save_figure(fig, PAPER, "lambda-frontier")
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={
             "fft_test": _short(ex["fft"]["test"]),
@@ -346,8 +351,27 @@ def lambda_frontier(ctx: Context) -> Result:
             "Spearman(λ, EOD) <= -0.5": metrics["spearman_lambda_eod"] <= -0.5,
             "acc(λ_acc+0.2) >= acc(λ_acc) - 0.05": metrics["acc_drop_at_plus_0p2"] <= 0.05,
         },
-        figures=[fig_path],
     )
+    plt = _plt()
+    fig, (ax, ax_r) = plt.subplots(1, 2, figsize=(9, 3.5), gridspec_kw={"width_ratios": [3, 2]})
+    lam = [r["lam"] for r in ex["sweep"]]
+    for key, color in (("accuracy", "C0"), ("dpd", "C1"), ("eod", "C3")):
+        ax.plot(lam, [r["test"][key] for r in ex["sweep"]], "o-", color=color, label=f"TA {key}")
+        ax.axhline(ex["fft"]["test"][key], color=color, linestyle=":", alpha=0.8)
+    ax.axvline(lam_accs[0], color="gray", linestyle="--", label="λ_acc (first seed)")
+    i_acc = int(np.argmin(np.abs(np.asarray(lam) - lam_accs[0])))
+    acc0 = ex["sweep"][i_acc]["test"]["accuracy"]
+    ax.axhline(acc0 - 0.05, color="C0", linestyle="--", lw=1, label="acc(λ_acc) − 0.05")
+    ax.set_xlabel("λ (sum convention); dotted: FFT")
+    ax.legend(fontsize=6)
+    ax_r.bar(range(len(rhos)), rhos, color="C3")
+    ax_r.set_xticks(range(len(rhos)), [str(k + 1) for k in range(len(rhos))], fontsize=7)
+    ax_r.set_xlabel("seeds with >= 3 grid points past λ_acc", fontsize=7)
+    mark_threshold(ax_r, -0.5, "mean must be <= −0.5")
+    ax_r.axhline(metrics["spearman_lambda_eod"], color="k", lw=1, label="mean")
+    ax_r.set_ylabel("Spearman(λ, EOD) past λ_acc")
+    ax_r.legend(fontsize=6)
+    return ctx.save_judged(fig, PAPER, "lambda-frontier", result)
 
 
 @claim(
@@ -394,20 +418,20 @@ def subgroup_injection(ctx: Context) -> Result:
     for g in ex["tau_norms"]:
         sub = [r for r in rows if r["group"] == g]
         ax.plot([r["lam"] for r in sub], [r["d_eod_worst"] for r in sub], "o-", label=g)
-    mark_threshold(ax, -0.02, "help threshold")
+    mark_threshold(ax, -0.02, "help: <= −0.02 (at |Δacc| <= 0.03)")
+    ax.axhline(0.01, color="C3", linestyle="--", lw=1, label="harm: >= +0.01 (EOD or DPD)")
     ax.set_xlabel("λ injected into FFT")
     ax.set_ylabel("Δ worst-group EOD vs FFT")
     ax.legend(fontsize=7)
-    fig_path = ctx.save_figure(fig, PAPER, "subgroup-injection")
-    return Result.judge(
+    result = Result.judge(
         metrics=metrics,
         baseline={"fft_test": _short(fft)},
         required={
             "some g lowers worst-group EOD by >= 0.02 at FFT accuracy": bool(helps),
             "some g raises worst-group DPD or EOD by >= 0.01": harm >= 0.01,
         },
-        figures=[fig_path],
     )
+    return ctx.save_judged(fig, PAPER, "subgroup-injection", result)
 
 
 def _rho(x, y) -> float:
@@ -532,13 +556,12 @@ def bound_diagnostic(ctx: Context) -> Result:
         )
     axes[1].set_xlabel("‖τ_g‖")
     axes[1].set_ylabel("mean |ΔDPD_g / Δλ|")
-    fig_path = ctx.save_figure(fig, PAPER, "bound-diagnostic")
     note = (
         f"diagnostic, not judged: DPD <= U at {metrics['share_dpd_below_U']:.0%} of grid points "
         f"(L = {metrics['lipschitz_L']:.3g}, DPD(θ̄) = {metrics['dpd_bar']:.3f}), "
         f"Spearman(‖τ_g‖, sensitivity) = {metrics['spearman_norm_sensitivity']:.2f}"
     )
-    return Result.inconclusive(
+    result = Result.inconclusive(
         note,
         metrics,
         baseline={
@@ -551,5 +574,6 @@ def bound_diagnostic(ctx: Context) -> Result:
                 metrics["spearman_norm_sensitivity"] > 0
             ),
         },
-        figures=[str(fig_path)],
     )
+    axes[0].set_title("diagnostic: no threshold (reported, not judged)", fontsize=8)
+    return ctx.save_judged(fig, PAPER, "bound-diagnostic", result)
