@@ -10,6 +10,7 @@ KV cache holds the edited keys, so decoding needs no further work.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -48,7 +49,7 @@ def check_projections(proj, model, name: str = "projections") -> SEKAProjections
     return proj
 
 
-class _Highlighter:
+class _Highlighter(abc.ABC):
     """What SEKA, AdaSEKA and PASTA share: marker handling, generation and scoring."""
 
     def __init__(self, model, tok, marker):
@@ -63,8 +64,9 @@ class _Highlighter:
             self.tok, texts, self.marker, require_highlight=require_highlight
         )
 
+    @abc.abstractmethod
     def highlight(self, input_ids, steer_mask, attention_mask=None, prompt_end=None):
-        raise NotImplementedError
+        """A context manager under which the model's forward passes steer toward the span."""
 
     @torch.no_grad()
     def generate(self, prompts: str | Sequence[str], max_new_tokens: int = 16, **generate_kwargs):

@@ -9,6 +9,7 @@ one-shot noise ``(x_t - a_t x_0) / b_t``."""
 
 from __future__ import annotations
 
+import abc
 import time
 
 import numpy as np
@@ -44,7 +45,7 @@ def evaluate_samples(
     }
 
 
-class _Trainer:
+class _Trainer(abc.ABC):
     response = "diffusion"
 
     def __init__(
@@ -99,8 +100,9 @@ class _Trainer:
             reg = reg + self.activity_l2 * response_states.pow(2).mean()
         return reg
 
-    def loss(self, trials: Trials) -> torch.Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def loss(self, trials: Trials) -> torch.Tensor:
+        """The training loss of one batch of trials."""
 
     def step(self) -> float:
         """One optimisation step on a fresh batch of trials; returns the loss."""

@@ -59,19 +59,12 @@ class ExplicitWatermark(nn.Module):
 
     def __init__(self, gaussians: dict, decoder, message, *, lambdas=None):
         super().__init__()
-        from .watermark import MessageDecoder
+        from .watermark import MessageDecoder, check_message
 
         g = _check_gaussians(gaussians)
         if not isinstance(decoder, MessageDecoder):
             raise TypeError(f"decoder must be a MessageDecoder, got {type(decoder).__name__}")
-        msg = torch.as_tensor(message, dtype=torch.float32)
-        V.check_tensor(msg, "message", ndim=1, low=0, high=1)
-        if not bool(((msg == 0) | (msg == 1)).all()):
-            raise ValueError("message must hold only 0 and 1")
-        if msg.numel() != decoder.bits:
-            raise ValueError(
-                f"message has {msg.numel()} bits but the decoder was trained for {decoder.bits}"
-            )
+        msg = check_message(message, decoder)
         lam = dict(img=10.0, msg=0.45)
         for key, v in (lambdas or {}).items():
             V.check_choice(key, "lambdas", tuple(lam))

@@ -180,6 +180,19 @@ class HACLikeCompressor:
         return float(-(p * torch.log2(p)).sum() * s.numel())
 
 
+def check_message(message, decoder: MessageDecoder) -> torch.Tensor:
+    """``message`` as a float 0/1 vector of the decoder's bit count; ValueError naming it."""
+    msg = torch.as_tensor(message, dtype=torch.float32)
+    V.check_tensor(msg, "message", ndim=1, low=0, high=1)
+    if not bool(((msg == 0) | (msg == 1)).all()):
+        raise ValueError("message must hold only 0 and 1")
+    if msg.numel() != decoder.bits:
+        raise ValueError(
+            f"message has {msg.numel()} bits but the decoder was trained for {decoder.bits}"
+        )
+    return msg
+
+
 class CompMarkGS(nn.Module):
     """Watermark a fitted :class:`AnchorGS` with ``message`` (0/1 vector of the decoder's length).
 
@@ -193,14 +206,7 @@ class CompMarkGS(nn.Module):
             raise TypeError(f"gs must be an AnchorGS, got {type(gs).__name__}")
         if not isinstance(decoder, MessageDecoder):
             raise TypeError(f"decoder must be a MessageDecoder, got {type(decoder).__name__}")
-        msg = torch.as_tensor(message, dtype=torch.float32)
-        V.check_tensor(msg, "message", ndim=1, low=0, high=1)
-        if not bool(((msg == 0) | (msg == 1)).all()):
-            raise ValueError("message must hold only 0 and 1")
-        if msg.numel() != decoder.bits:
-            raise ValueError(
-                f"message has {msg.numel()} bits but the decoder was trained for {decoder.bits}"
-            )
+        msg = check_message(message, decoder)
         lam = dict(img=10.0, freq=0.1, hsv=0.6, msg=0.45)
         for key, v in (lambdas or {}).items():
             V.check_choice(key, "lambdas", tuple(lam))
