@@ -377,8 +377,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from iclr26.report import build_report
-    from iclr26.runner import ScaleMismatch, check_scale, load_results, plan, record_key, run_tasks
+    from iclr26.runner import (
+        ScaleMismatch,
+        check_scale,
+        load_results,
+        plan,
+        prefer_passive_wait,
+        record_key,
+        run_tasks,
+    )
 
+    prefer_passive_wait()  # before anything loads torch
     _check_names(args.names)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")

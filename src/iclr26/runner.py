@@ -15,6 +15,7 @@ retried).
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import json
 import multiprocessing as mp
 import os
@@ -115,6 +116,30 @@ def merge_record(data: dict[str, Any], record: dict[str, Any]) -> None:
     data["results"] = results
 
 
+_WAIT_POLICY: str | None = None  # the policy the OpenMP runtime was loaded with, when known
+
+
+def prefer_passive_wait() -> None:
+    """Make idle OpenMP threads sleep instead of spin, for every claim this process runs.
+
+    With the default (spinning) policy a worker beside other CPU load burns its time slices
+    waiting at barriers: a 2-thread matmul loop next to two busy processes on two cores ran
+    5x slower in wall time and tripled its process CPU time, which is what the timing helper
+    reports. The OpenMP runtime reads ``OMP_WAIT_POLICY`` once, when torch loads it, and forked
+    workers inherit it, so this must run before the first torch import (``iclr26 reproduce``
+    and :func:`plan` call it first). A policy the user set is kept."""
+    global _WAIT_POLICY
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        _WAIT_POLICY = os.environ["OMP_WAIT_POLICY"]
+
+
+def _wait_policy_in_effect() -> str:
+    if _WAIT_POLICY is not None:
+        return _WAIT_POLICY
+    return (os.environ.get("OMP_WAIT_POLICY") or "runtime default") + " (torch was loaded first)"
+
+
 def run_info(scale: Scale, executor: str, jobs: int) -> dict[str, Any]:
     import numpy as np
 
@@ -129,12 +154,11 @@ def run_info(scale: Scale, executor: str, jobs: int) -> dict[str, Any]:
         "platform": platform.platform(),
     }
     try:
-        import torch
-
-        info["torch"] = torch.__version__
-        info["threads"] = torch.get_num_threads()
-    except ImportError:
+        info["torch"] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
         pass
+    info["threads"] = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    info["omp_wait_policy"] = _wait_policy_in_effect()
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -191,6 +215,7 @@ def plan(
     ``repeat`` > 1 plans each claim with the seeds ``seed, seed + 1, …, seed + repeat - 1``;
     the report then counts how often each verdict came out and marks a claim *fragile* when
     its repeats disagree."""
+    prefer_passive_wait()
     scale = Scale.parse(scale)
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be an integer >= 1, got {repeat!r}")
@@ -332,7 +357,10 @@ def _error_record(task: Task, entry: Claim | None, reason: str, tb: str | None, 
 
 
 def _limit_threads(n_threads: int) -> None:
+    """Size the worker's thread pools (the wait policy only matters to a spawned worker,
+    which loads torch itself; a forked one has the parent's, see ``prefer_passive_wait``)."""
     os.environ.setdefault("OMP_NUM_THREADS", str(n_threads))
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         from threadpoolctl import threadpool_limits
 

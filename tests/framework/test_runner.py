@@ -200,3 +200,40 @@ def test_a_computing_claim_is_stopped_by_its_cpu_time_and_a_waiting_one_by_the_b
     reasons = {r["claim"]: r["reason"] for r in summary.ran}
     assert "CPU time on" in reasons["spins"], reasons
     assert "wall time" in reasons["hangs"] and "x the limit" in reasons["hangs"], reasons
+
+
+def _fresh_python(code: str, **env_overrides) -> str:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env.update(env_overrides)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_planning_sets_the_passive_wait_policy_before_torch_loads_and_keeps_the_users():
+    # A worker beside other load spins at OpenMP barriers unless the policy is passive; the
+    # runtime reads it once, at load, so it must be set before the first torch import.
+    code = (
+        "import os, sys\n"
+        "from iclr26.runner import plan, run_info\n"
+        "assert 'torch' not in sys.modules\n"
+        "plan(['flexrl'], 'smoke')\n"
+        "assert 'torch' in sys.modules  # the claims module loaded it, after the policy\n"
+        "print(os.environ['OMP_WAIT_POLICY'], run_info(plan.__globals__['Scale'].parse('smoke'),"
+        " 'local', 1)['omp_wait_policy'])\n"
+    )
+    assert _fresh_python(code) == "PASSIVE PASSIVE"
+    assert _fresh_python(code, OMP_WAIT_POLICY="ACTIVE") == "ACTIVE ACTIVE"
+    # torch loaded first: the run says the policy is not known to be in effect
+    late = (
+        "import torch\n"
+        "from iclr26.runner import plan, run_info, Scale\n"
+        "plan(['flexrl'], 'smoke')\n"
+        "print(run_info(Scale.parse('smoke'), 'local', 1)['omp_wait_policy'])\n"
+    )
+    assert _fresh_python(late) == "runtime default (torch was loaded first)"
