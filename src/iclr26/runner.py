@@ -545,14 +545,9 @@ def _run_ray(
     except ImportError as exc:
         raise RuntimeError("the ray executor needs Ray: pip install 'iclr26[ray]'") from exc
 
-    started_here = False
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=max(jobs, 1), include_dashboard=False, log_to_driver=False)
-        started_here = True
+    from iclr26.ray_local import init_ray
+
+    started_here = init_ray(max(jobs, 1))
     remote = ray.remote(_ray_execute)
     refs: dict[Any, tuple[Task, float]] = {}
     try:

@@ -50,3 +50,40 @@ def test_ray_executor_runs_claims_as_tasks(tmp_path):
         tmp_path / "out" / "figures" / "_ray_paper-sum-smoke.png"
     ).read_bytes() == b"not really a png"
     assert len(load_results(tmp_path / "out")["results"]) == 2
+
+
+def test_a_local_ray_started_by_the_package_does_not_nice_its_workers(monkeypatch):
+    # Ray's default worker niceness (15) starves its workers beside any other CPU load.
+    from iclr26.ray_local import NICENESS_ENV, init_ray
+
+    monkeypatch.delenv(NICENESS_ENV, raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert not ray.is_initialized()
+    try:
+        assert init_ray(1) is True
+        assert init_ray(1) is False  # already running: left as it is
+        import os
+
+        @ray.remote
+        def niceness():
+            return os.nice(0)
+
+        assert ray.get(niceness.remote()) == os.nice(0)
+    finally:
+        ray.shutdown()
+
+
+def test_init_ray_keeps_the_users_niceness_and_joins_a_cluster(monkeypatch):
+    import iclr26.ray_local as R
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setenv(R.NICENESS_ENV, "7")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert R.init_ray(3)
+    assert calls[-1] == dict(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    assert R.os.environ[R.NICENESS_ENV] == "7"
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    assert R.init_ray(3)
+    assert calls[-1] == dict(address="ray://head:10001", log_to_driver=False)

@@ -211,11 +211,9 @@ class RayRewardPool:
         import ray
         from ray.util import ActorPool
 
-        if not ray.is_initialized():
-            ray.init(num_cpus=self.num_actors, include_dashboard=False, log_to_driver=False)
-            self._owns_ray = True
-        else:
-            self._owns_ray = False
+        from iclr26.ray_local import init_ray
+
+        self._owns_ray = init_ray(self.num_actors)
 
         @ray.remote(num_cpus=1)
         class _Scorer:

@@ -269,14 +269,9 @@ class GneissWebPipeline:
             import ray
         except ImportError as exc:
             raise RuntimeError("the ray backend needs Ray: pip install 'iclr26[ray]'") from exc
-        started_here = False
-        if not ray.is_initialized():
-            address = os.environ.get("RAY_ADDRESS")
-            if address:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False)
-            started_here = True
+        from iclr26.ray_local import init_ray
+
+        started_here = init_ray(num_workers)
         try:
             ctx = ray.data.DataContext.get_current()
             ctx.enable_progress_bars = False

@@ -53,18 +53,12 @@ class _Died(Exception):
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
-    """Connect to Ray: ``RAY_ADDRESS`` when set, else a local Ray without the dashboard."""
-    import os
-
-    import ray
+    """Connect to Ray: ``RAY_ADDRESS`` when set, else a local Ray without the dashboard whose
+    workers are not niced (see :mod:`iclr26.ray_local`)."""
+    from iclr26.ray_local import init_ray
 
     V.check_int(num_cpus, "num_cpus", low=1, allow_none=True)
-    if ray.is_initialized():
-        return
-    if os.environ.get("RAY_ADDRESS"):
-        ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
-    else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    init_ray(num_cpus)
 
 
 def _nbytes(obj: Any) -> int:
