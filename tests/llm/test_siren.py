@@ -390,3 +390,103 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert not contract_problems(record)
     _assert_figures_open(record, tmp_path)
+
+
+# ---------------------------------------------------------------- MovieLens-100k
+
+
+def _write_ml(folder, items, inter):
+    (folder / "ml-100k.item").write_text(
+        "item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq\n"
+        + "".join(f"{i}\t{t}\t{y}\t{g}\n" for i, t, y, g in items),
+        encoding="latin-1",
+    )
+    (folder / "ml-100k.inter").write_text(
+        "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+        + "".join(f"{u}\t{i}\t{r}\t{t}\n" for u, i, r, t in inter),
+        encoding="latin-1",
+    )
+    return folder
+
+
+def test_movielens_loader_orders_by_time_and_keeps_every_rating(tmp_path):
+    from iclr26.llm.siren import movielens100k
+
+    items = [
+        (10, "Alpha", 1995, "Comedy Drama"),
+        (20, "Beta", "", "Horror"),
+        (30, "Gamma", 1990, ""),
+    ]
+    # user 7: four ratings out of time order; user 9: two ratings (too few for targets)
+    inter = [(7, 30, 4, 300), (7, 10, 5, 100), (9, 20, 1, 50), (7, 20, 2, 200), (9, 10, 3, 60),
+             (7, 10, 1, 400)]  # fmt: skip
+    with pytest.warns(UserWarning, match="1 user"):
+        d = movielens100k(_write_ml(tmp_path, items, inter), train_targets=4)
+    assert d.item_text == ["Alpha (1995). Genres: Comedy, Drama", "Beta. Genres: Horror",
+                           "Gamma (1990). Genres: "]  # fmt: skip
+    np.testing.assert_array_equal(d.histories[0], [[0, 5], [1, 2], [2, 4], [0, 1]])
+    np.testing.assert_array_equal(d.histories[1], [[1, 1], [0, 3]])  # kept, no target
+    assert sum(len(h) for h in d.histories) == len(inter)
+    np.testing.assert_array_equal(d.targets["test"], [[0, 0, 1, 3]])
+    np.testing.assert_array_equal(d.targets["val"], [[0, 2, 4, 2]])
+    np.testing.assert_array_equal(d.targets["train"], [[0, 1, 2, 1]])  # position 0 has no past
+
+
+@pytest.mark.parametrize(
+    "inter, match",
+    [
+        ([(1, 99, 3, 10)], "line 2 rates item 99"),
+        ([(1, 10, 3.5, 10)], "line 2: rating 3.5"),
+        ([(1, 10, 3, 10), (1, 10, "x", 11)], "line 3 has a non-numeric"),
+        ([(1, 10, 6, 10)], "rating 6"),
+    ],
+)
+def test_movielens_loader_names_the_bad_line(tmp_path, inter, match):
+    from iclr26.llm.siren import movielens100k
+
+    folder = _write_ml(tmp_path, [(10, "Alpha", 1995, "Comedy")], inter)
+    with pytest.raises(ValueError, match=match):
+        movielens100k(folder)
+    (folder / "ml-100k.inter").write_text("user_id:token\titem_id:token\n1\t10\n")
+    with pytest.raises(ValueError, match="no column rating, timestamp"):
+        movielens100k(folder)
+
+
+def test_movielens_100k_from_the_recbole_wheel_is_complete():
+    pytest.importorskip("recbole", reason="the README's install adds the recbole wheel")
+    from iclr26.llm.siren import movielens100k
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every user of ML-100k has at least 20 ratings
+        d = movielens100k()
+    assert (d.n_users, d.n_items, d.name) == (943, 1682, "ml-100k")
+    assert sum(len(h) for h in d.histories) == 100_000
+    assert d.item_text[0] == "Toy Story (1995). Genres: Animation, Children's, Comedy"
+    assert len(d.targets["test"]) == len(d.targets["val"]) == 943
+    assert len(d.targets["train"]) == 943 * 4
+    assert set(np.unique(np.concatenate([h[:, 1] for h in d.histories]))) == {1, 2, 3, 4, 5}
+    for u, _, _, pos in d.targets["test"]:
+        assert pos == len(d.histories[u]) - 1
+
+
+def test_full_scale_pipeline_reads_movielens_and_names_a_bad_data_choice(monkeypatch, tmp_path):
+    from iclr26.claims import Context
+    from iclr26.llm.siren import claims as C
+    from iclr26.llm.siren import movielens100k
+
+    assert C.settings(Context(scale="full"))["data"] == "ml100k"  # the paper's data by default
+    monkeypatch.setenv(C.DATA_ENV, "imdb")
+    with pytest.raises(ValueError, match=C.DATA_ENV):
+        C.Pipeline(Context(scale="full"), 0)
+    # the wiring, on a small folder in the same format (the real file is tested above)
+    rng = np.random.default_rng(0)
+    items = [(i, f"Film {i}", 1990 + i % 9, "Drama Comedy") for i in range(1, 41)]
+    inter = [(u, int(rng.integers(1, 41)), int(rng.integers(1, 6)), t) for u in range(1, 9)
+             for t in range(12)]  # fmt: skip
+    folder = _write_ml(tmp_path, items, inter)
+    monkeypatch.setattr(C, "movielens100k", lambda: movielens100k(folder))
+    smoke = C.settings(Context(scale="smoke"))
+    monkeypatch.setattr(C, "settings", lambda ctx: dict(smoke, data="ml100k"))
+    p = C.Pipeline(Context(scale="smoke"), 0)
+    assert p.data.name == "ml-100k" and len(p.prompts["test"]["sketch"]) == smoke["test_n"]
+    assert "Genres: Drama, Comedy" in p.prompts["test"]["sketch"][0]

@@ -1,4 +1,6 @@
-"""Claim checks of SIREN on the synthetic ``topic_ratings`` data with the shared tiny Llama.
+"""Claim checks of SIREN with the shared tiny Llama, on the synthetic ``topic_ratings`` data
+(smoke and quick) and on MovieLens-100k at full scale (``ICLR26_SIREN_DATA=synthetic`` keeps
+the synthetic data there).
 
 C1: the interest sketch cuts prompt tokens against a raw-history prompt without losing
 accuracy (three answer-only SFT models: recent only, sketch + recent, raw recent-30).
@@ -18,9 +20,10 @@ import os
 import numpy as np
 import torch
 
+from iclr26 import validation as V
 from iclr26.claims import Context, Result, Scale, claim
 from iclr26.llm.siren.baselines import BiasedMF, UserMean, mae_rmse
-from iclr26.llm.siren.data import topic_ratings
+from iclr26.llm.siren.data import movielens100k, topic_ratings
 from iclr26.llm.siren.lm import ao_digit_probs, cot_predict, generate_cot, ratings_from_probs
 from iclr26.llm.siren.prompt import AO_SUFFIX, SketchPrompt, ao_answer, cot_target
 from iclr26.llm.siren.sketch import InterestSketcher
@@ -28,6 +31,7 @@ from iclr26.llm.siren.stages import GRPOStage, HiddenAlignment, cold_start_sft, 
 
 SLUG = "siren"
 MODEL_ENV = "ICLR26_SIREN_MODEL"  # full scale: a Hugging Face model id/path instead of "full"
+DATA_ENV = "ICLR26_SIREN_DATA"  # full scale: "ml100k" (default, the paper's data) or "synthetic"
 FORMATS = {
     "recent": SketchPrompt(10, with_sketch=False),
     "sketch": SketchPrompt(10),
@@ -51,7 +55,8 @@ def settings(ctx: Context) -> dict:
             reward_n=8, seeds=(0,), ablations=ABLATIONS,
         ),
         full=dict(
-            model=os.environ.get(MODEL_ENV, "full"), users=500, items=2500, history=(60, 300),
+            model=os.environ.get(MODEL_ENV, "full"), data=os.environ.get(DATA_ENV, "ml100k"),
+            users=500, items=2500, history=(60, 300),
             encoder="minilm", sft=1000, grpo=300, prompts=8, ha=1000, ha_prompts=2000, batch=8, max_new=40,
             test_n=500,
             latency_n=100, reward_n=64, seeds=(0, 1, 2), ablations=ABLATIONS,
@@ -79,7 +84,14 @@ def _stage_path(ctx: Context, s: dict, seed: int, stage: str):
     # the ablation list only chooses which stages are evaluated (each has its own file), and the
     # retired flag it replaced ("kd", false at smoke and quick) keeps its place in the key so the
     # stages cached before the change still hold
-    keyed = {k: v for k, v in s.items() if k != "ablations" and not (k == "max_new" and v == 40)}
+    # (the same for the data at its default "synthetic", added after those keys were made)
+    keyed = {
+        k: v
+        for k, v in s.items()
+        if k != "ablations"
+        and not (k == "max_new" and v == 40)
+        and not (k == "data" and v == "synthetic")
+    }
     keyed["kd"] = ctx.scale is Scale.FULL
     key = stable_hash({"s": keyed, "seed": seed, "stage": stage, "v": 1, **version_tag()})
     folder = cache_dir() / "siren"
@@ -108,7 +120,11 @@ class Pipeline:
 
         self.ctx, self.seed, self.s = ctx, seed, settings(ctx)
         s = self.s
-        self.data = topic_ratings(seed, s["users"], s["items"], history=s["history"])
+        source = V.check_choice(s.get("data", "synthetic"), DATA_ENV, ("synthetic", "ml100k"))
+        if source == "ml100k":  # every user; the seed varies training and sampling only
+            self.data = movielens100k()
+        else:
+            self.data = topic_ratings(seed, s["users"], s["items"], history=s["history"])
         d = self.data
         self.sketcher = InterestSketcher(20, 4.0, encoder=s["encoder"], seed=seed).fit(
             np.arange(d.n_items), d.item_text, embeddings=self._item_embeddings()

@@ -11,6 +11,8 @@ history ratings replaced by uniform noise.
 from __future__ import annotations
 
 import importlib.util
+import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,39 +220,76 @@ def movielens100k(path: str | Path | None = None, train_targets: int = 4) -> Rat
     if not inter.is_file() or not item.is_file():
         raise FileNotFoundError(f"path: {folder} has no ml-100k.inter / ml-100k.item")
 
-    def rows(p: Path) -> tuple[list[str], list[list[str]]]:
+    def rows(p: Path, needed: tuple[str, ...]) -> tuple[dict[str, int], list[tuple[int, list]]]:
         lines = p.read_text(encoding="latin-1").splitlines()
-        return [h.split(":")[0] for h in lines[0].split("\t")], [
-            ln.split("\t") for ln in lines[1:] if ln
-        ]
+        if not lines:
+            raise ValueError(f"path: {p} is empty")
+        head = [h.split(":")[0] for h in lines[0].split("\t")]
+        lacking = [h for h in needed if h not in head]
+        if lacking:
+            raise ValueError(f"path: {p} has no column {', '.join(lacking)} (header {head})")
+        body = []
+        for n, ln in enumerate(lines[1:], start=2):
+            if not ln:
+                continue
+            fields = ln.split("\t")
+            if len(fields) != len(head):
+                raise ValueError(
+                    f"path: {p} line {n} has {len(fields)} fields, the header {len(head)}"
+                )
+            body.append((n, fields))
+        return {h: k for k, h in enumerate(head)}, body
 
-    head, body = rows(item)
-    col = {h: k for k, h in enumerate(head)}
-    ids = {r[col["item_id"]]: k for k, r in enumerate(body)}
+    col, body = rows(item, ("item_id", "movie_title"))
+    ids: dict[str, int] = {}
     texts = []
-    for r in body:
+    for n, r in body:
+        if r[col["item_id"]] in ids:
+            raise ValueError(f"path: {item} line {n} repeats item {r[col['item_id']]}")
+        ids[r[col["item_id"]]] = len(texts)
         year = r[col["release_year"]] if "release_year" in col else ""
         genres = r[col["class"]].replace(" ", ", ") if "class" in col else ""
-        texts.append(f"{r[col['movie_title']]} ({year}). Genres: {genres}")
-    head, body = rows(inter)
-    col = {h: k for k, h in enumerate(head)}
+        title = r[col["movie_title"]] + (f" ({year})" if year else "")
+        texts.append(f"{title}. Genres: {genres}")
+    col, body = rows(inter, ("user_id", "item_id", "rating", "timestamp"))
     per_user: dict[str, list[tuple[float, int, int]]] = {}
-    for r in body:
+    for n, r in body:
+        if r[col["item_id"]] not in ids:
+            raise ValueError(
+                f"path: {inter} line {n} rates item {r[col['item_id']]}, not in {item}"
+            )
+        try:
+            stamp, rating = float(r[col["timestamp"]]), float(r[col["rating"]])
+        except ValueError:
+            raise ValueError(f"path: {inter} line {n} has a non-numeric rating or time") from None
+        if not (math.isfinite(stamp) and rating.is_integer() and 1 <= rating <= 5):
+            raise ValueError(
+                f"path: {inter} line {n}: rating {r[col['rating']]} is not an integer in "
+                f"1..5 or its time is not finite"
+            )
         per_user.setdefault(r[col["user_id"]], []).append(
-            (float(r[col["timestamp"]]), ids[r[col["item_id"]]], int(float(r[col["rating"]])))
+            (stamp, ids[r[col["item_id"]]], int(rating))
         )
     histories, targets = [], {"train": [], "val": [], "test": []}
+    short = 0
     for u, events in enumerate(per_user.values()):
         events.sort(key=lambda e: e[0])
         hist = np.asarray([(i, r) for _, i, r in events], dtype=np.int64)
         histories.append(hist)
         n = len(hist)
         if n < 3:
+            short += 1  # kept in ``histories``; too short for a test and a validation target
             continue
         targets["test"].append((u, *hist[-1], n - 1))
         targets["val"].append((u, *hist[-2], n - 2))
         for pos in range(max(1, n - 2 - train_targets), n - 2):
             targets["train"].append((u, *hist[pos], pos))
+    if short:
+        warnings.warn(
+            f"movielens100k: {short} user(s) with fewer than 3 ratings have no test or "
+            "validation target (their ratings stay in the histories)",
+            stacklevel=2,
+        )
     return RatingData(
         item_text=texts,
         item_topic=np.full(len(texts), -1, dtype=np.int64),
