@@ -407,6 +407,21 @@ def _worker_main(task: Task, out_dir: str, n_threads: int, channel) -> None:
             task, None, f"{type(exc).__name__}: {exc}", traceback.format_exc(), 0.0
         )
     channel.put(("done", task.key, record))
+    _shutdown_ray()
+
+
+def _shutdown_ray() -> None:
+    """Stop a Ray the claim started: a forked worker ends without running Ray's exit hook,
+    which would leave the local Ray's agent processes running after the claim."""
+    if "ray" not in sys.modules:
+        return
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+    except Exception as exc:  # the record is already sent; say why the cleanup failed
+        print(f"warning: could not shut Ray down after the claim: {exc}", file=sys.stderr)
 
 
 def _ray_execute(task: Task, out_dir: str, n_threads: int) -> dict[str, Any]:

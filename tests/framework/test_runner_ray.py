@@ -1,5 +1,6 @@
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -87,3 +88,57 @@ def test_init_ray_keeps_the_users_niceness_and_joins_a_cluster(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
     assert R.init_ray(3)
     assert calls[-1] == dict(address="ray://head:10001", log_to_driver=False)
+
+
+RAY_CLAIM = """
+from iclr26.claims import Result, claim
+
+@claim(paper="_ray_leak", name="starts-ray", statement="-", paper_value="-", criterion="-")
+def starts_ray(ctx):
+    import time
+
+    import psutil
+    import ray
+    from iclr26.ray_local import init_ray
+    init_ray(1)
+    ray.get(ray.remote(lambda: 1).remote())
+    time.sleep(1.0)  # the agents start beside the raylet
+    pids = [p.pid for p in psutil.Process().children(recursive=True)]
+    return Result.judge(metrics={"ray_pids": pids}, baseline={"b": {}},
+                        required={"ray is up": ray.is_initialized() and len(pids) >= 2})
+"""
+
+
+def test_a_claim_that_starts_ray_leaves_no_ray_process_behind(tmp_path):
+    # A forked worker exits without Ray's exit hook; the runner shuts Ray down for it.
+    import subprocess
+
+    import psutil
+
+    (tmp_path / "user_claims_ray_leak.py").write_text(textwrap.dedent(RAY_CLAIM))
+    # a fresh parent, as under `iclr26 reproduce`: forking a process that has used Ray before
+    # (as this test process may have) can hang the child
+    code = (
+        "from iclr26.runner import Task, run_tasks\n"
+        "task = Task('_ray_leak', 'starts-ray', 'smoke', 0, 60, module='user_claims_ray_leak')\n"
+        f"run_tasks([task], scale='smoke', out_dir={str(tmp_path / 'out')!r})\n"
+    )
+    env = dict(__import__("os").environ, PYTHONPATH=str(tmp_path))
+    subprocess.run([sys.executable, "-c", code], env=env, timeout=300, check=True)
+    (record,) = load_results(tmp_path / "out")["results"]
+    assert record["verdict"] == "reproduced", record["reason"]
+
+    def alive():
+        out = []
+        for pid in record["metrics"]["ray_pids"]:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    out.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        return out
+
+    deadline = time.monotonic() + 30
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert alive() == []
