@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 
 import torch
@@ -61,7 +62,7 @@ class SharedPrefix(PromptedViT):
         return torch.einsum("bhtd,hed->bhte", q, keys) * scale, values
 
 
-class _QueryPrompted(PromptedViT):
+class _QueryPrompted(PromptedViT, abc.ABC):
     """A prompt method whose prompts depend on a query: the class-token feature of a separate
     frozen backbone pass without prompts (the second pass SMoPE avoids)."""
 
@@ -72,8 +73,9 @@ class _QueryPrompted(PromptedViT):
             self._query = pooled(self.backbone, x).detach()  # prefixes are not active here
         self._prompts = self.build_prompts(self._query)
 
+    @abc.abstractmethod
     def build_prompts(self, query: torch.Tensor):
-        raise NotImplementedError
+        """Per-layer ``(keys, values)`` prompts of a batch from its query features."""
 
     def _prefix(self, position: int, q: torch.Tensor, scale: float):
         keys, values = self._prompts[position]  # (B, P, D) each
