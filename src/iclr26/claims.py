@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -197,6 +198,29 @@ def cache_root() -> Path:
     root = Path(os.environ.get("ICLR26_CACHE") or Path.home() / ".cache" / "iclr26")
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+@contextmanager
+def build_lock(entry: Path) -> Iterator[None]:
+    """Hold the exclusive lock of one cache entry (the file ``<entry>.lock`` beside it) while
+    it is checked and, if missing, built. A second process asking for the same entry, e.g. two
+    claims of one room run at once, waits here without computing and then finds the entry
+    built, instead of training the same model again and racing on the same temporary folder.
+    The lock is advisory (``fcntl.flock``) and released when its holder exits or dies; where
+    ``fcntl`` is missing (Windows) it does nothing."""
+    entry = Path(entry)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(entry.with_name(entry.name + ".lock"), "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def source_digest(source: str | Path) -> str:

@@ -364,3 +364,31 @@ def test_default_device_reads_iclr26_device_and_never_falls_back(monkeypatch, tm
     monkeypatch.setenv("ICLR26_DEVICE", "cpu")
     run_claim("_test_paper", "sees-device", "smoke", out_dir=tmp_path)
     assert seen["device"] == "cpu"
+
+
+@pytest.mark.parametrize("locked", [True, False])
+def test_build_lock_lets_one_of_several_processes_build_a_cache_entry(tmp_path, locked):
+    import os
+    import subprocess
+    import sys
+
+    entry, log = tmp_path / "model", tmp_path / "built.log"
+    script = (
+        "import contextlib, time\n"
+        "from iclr26.claims import build_lock\n"
+        f"entry = __import__('pathlib').Path({str(entry)!r})\n"
+        f"lock = build_lock(entry) if {locked} else contextlib.nullcontext()\n"
+        "with lock:\n"
+        "    if not entry.exists():\n"
+        f"        open({str(log)!r}, 'a').write('x')\n"
+        "        time.sleep(1.0)\n"
+        "        entry.mkdir(exist_ok=True)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ)) for _ in range(2)
+    ]
+    assert all(p.wait(timeout=60) == 0 for p in procs)
+    assert entry.is_dir()
+    # with the lock one process builds and the other finds the entry; without it both see it
+    # missing and build (the case the lock exists for)
+    assert log.read_text() == ("x" if locked else "xx")

@@ -166,3 +166,34 @@ def test_eval_helpers_agree_with_direct_computation(trained):
     assert tinylm.time_it(lambda: None, n=3) >= 0.0
     with pytest.raises(ValueError):
         tinylm.perplexity(model, ["text"], seq_len=16)  # strings need a tokenizer
+
+
+def test_finetune_builds_a_cache_entry_under_its_lock_and_loads_it_after(trained, monkeypatch):
+    from contextlib import contextmanager
+
+    from iclr26.models.tinylm import train as T
+
+    model, tok = trained
+    taken = []
+    real = T.build_lock
+
+    @contextmanager
+    def recording(entry):
+        with real(entry):
+            taken.append(entry)
+            yield
+
+    monkeypatch.setattr(T, "build_lock", recording)
+    examples = [(f"{a}-", str(a)) for a in range(6)]
+    copy = type(model)(model.config)
+    copy.load_state_dict(model.state_dict())
+    kwargs = dict(steps=2, lr=1e-3, batch=2, cache_name="test-lock", threads=1)
+    first = tinylm.finetune_lm(copy, tok, examples, **kwargs)
+    assert len(taken) == 1 and taken[0].parent.name == "finetune"
+    assert (taken[0] / "meta.json").exists()
+    again = type(model)(model.config)
+    again.load_state_dict(model.state_dict())
+    second = tinylm.finetune_lm(again, tok, examples, **kwargs)
+    assert len(taken) == 1  # a built entry is read without the lock
+    for a, b in zip(first.state_dict().values(), second.state_dict().values()):
+        assert torch.equal(a, b)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iclr26.claims import build_lock
 from iclr26.data import corpus_fingerprint, stdlib_corpus
 from iclr26.models.tinylm.cache import stable_hash, tinylm_dir, version_tag
 from iclr26.models.tinylm.config import SPECIAL_TOKENS, VOCAB_SIZE
@@ -94,7 +95,9 @@ def get_tokenizer(vocab_size: int = VOCAB_SIZE, max_files: int | None = None):
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "tokenizer.json"
     if not path.exists():
-        _train_bpe(vocab_size, path, max_files)
+        with build_lock(path):
+            if not path.exists():
+                _train_bpe(vocab_size, path, max_files)
     return _load(str(path))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from iclr26.claims import build_lock
 from iclr26.data import corpus_fingerprint
 from iclr26.models.tinylm.cache import stable_hash, tinylm_dir, version_tag, write_json
 from iclr26.models.tinylm.config import (
@@ -183,9 +184,21 @@ def pretrain_tiny_lm(
         raise ValueError(f"seq_len {seq_len} exceeds max_position_embeddings")
     tok = get_tokenizer(config.vocab_size, max_files=max_files)
     folder = pretrain_dir(size, steps, seq_len, batch, lr, seed, mixture, config, max_files)
-    if cache and (folder / "meta.json").exists():
-        return _load_saved(folder), tok
+    settings = dict(size=size, steps=steps, seq_len=seq_len, batch=batch, lr=lr, seed=seed,
+                    mixture=mixture, threads=threads, progress=progress, max_files=max_files)  # fmt: skip
+    if not cache:
+        return _pretrain(config, tok, folder, False, **settings), tok
+    if not (folder / "meta.json").exists():
+        with build_lock(folder):  # one builder; a second caller waits, then loads
+            if not (folder / "meta.json").exists():
+                return _pretrain(config, tok, folder, True, **settings), tok
+    return _load_saved(folder), tok
 
+
+def _pretrain(config, tok, folder: Path, save: bool, *, size, steps, seq_len, batch, lr, seed,
+              mixture, threads, progress, max_files):  # fmt: skip
+    """Train the tiny Llama (the body of :func:`pretrain_tiny_lm`); saved to ``folder`` when
+    ``save``."""
     from transformers import LlamaForCausalLM
 
     started = time.perf_counter()
@@ -232,9 +245,9 @@ def pretrain_tiny_lm(
         **version_tag(),
     }
     model.tinylm_meta = meta
-    if cache:
+    if save:
         _save(model, folder, meta)
-    return model, tok
+    return model
 
 
 def _save(model: torch.nn.Module, folder: Path, meta: dict[str, Any]) -> None:
@@ -311,7 +324,16 @@ def finetune_lm(
         folder = tinylm_dir() / "finetune" / f"{cache_name}-{key}"
         if (folder / "meta.json").exists():
             return _load_saved(folder)
+        with build_lock(folder):  # one builder; a second caller waits, then loads
+            if (folder / "meta.json").exists():
+                return _load_saved(folder)
+            return _finetune(model, tok, rows, masks, steps, lr, batch, seed, cache_name,
+                             threads, folder)  # fmt: skip
+    return _finetune(model, tok, rows, masks, steps, lr, batch, seed, cache_name, threads, None)
 
+
+def _finetune(model, tok, rows, masks, steps, lr, batch, seed, cache_name, threads, folder):
+    """The training loop of :func:`finetune_lm`; saved to ``folder`` unless it is ``None``."""
     started = time.perf_counter()
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     rng = np.random.default_rng(seed)

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from iclr26 import validation as V
+from iclr26.claims import build_lock
 from iclr26.models.vision.convnet import TinyConvNet
 from iclr26.models.vision.train import torch_threads, train_simclr, train_supervised
 from iclr26.models.vision.vit import TinyViT
@@ -205,12 +206,30 @@ def pretrained_tiny(
     if threads is not None:
         threads = V.check_int(threads, "threads", low=1)
     path = cache_path(name, recipe, cache_dir)
+    if path.exists():
+        return _load(rec, path)
+    with build_lock(path):  # one builder; a second caller waits, then loads
+        if path.exists():
+            return _load(rec, path)
+        return _train_and_save(name, recipe, rec, path, progress, threads)
+
+
+def _load(rec: Recipe, path: Path) -> nn.Module:
     with torch.random.fork_rng(devices=[]):  # the caller's random state is left untouched
         model = build(rec)
-    if path.exists():
-        saved = torch.load(path, map_location="cpu", weights_only=False)
-        model.load_state_dict(saved["state_dict"])
-        return _frozen(model, saved["meta"])
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    model.load_state_dict(saved["state_dict"])
+    return _frozen(model, saved["meta"])
+
+
+def _train_and_save(
+    name: str,
+    recipe: str,
+    rec: Recipe,
+    path: Path,
+    progress: Callable[[int, float], None] | None,
+    threads: int | None,
+) -> nn.Module:
     started = time.perf_counter()
     cpu0 = time.process_time()
     with torch_threads(threads), torch.random.fork_rng(devices=[]):
