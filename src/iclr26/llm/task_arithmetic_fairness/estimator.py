@@ -91,7 +91,8 @@ class TaskArithmeticFairClassifier(ClassifierMixin, BaseEstimator):
     """Binary text classifier built by task arithmetic over subgroup task vectors.
 
     ``fit(texts, y, groups, val=(texts, y, groups))`` puts a classification head on the causal
-    LM ``base`` (a tiny-LM size name, a model id, or a ``(causal_lm, tokenizer)`` pair), fully
+    LM ``base`` (a tiny-LM size name, a model id, or a ``(causal_lm, tokenizer)`` pair; or
+    ``"minilm"``: the pretrained MiniLM encoder of :func:`encoder_classifier`), fully
     fine-tunes one copy per subgroup to get τ_g, and merges θ₀ + Σ_g λ_g τ_g. With
     ``lam="auto"`` λ is chosen on the validation set by ``selection`` along ``grid``
     (``"fair_guarded"`` also fine-tunes the full model once to get its reference accuracy);

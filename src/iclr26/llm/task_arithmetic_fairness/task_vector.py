@@ -60,6 +60,31 @@ class TaskVector:
                 raise ValueError(f"vector[{key!r}] holds NaN or infinite values")
             store[str(key)] = value.detach()
         self.vector = store
+        self._bound: float | None = None  # largest absolute entry, computed on first use
+
+    @classmethod
+    def _of(cls, store: dict[str, torch.Tensor], bound: float, name: str) -> TaskVector:
+        """A vector from entries that arithmetic on checked vectors produced. The per-entry
+        checks (a full pass over every parameter, the main cost of task arithmetic on a
+        20 M-parameter model) are repeated only when ``bound``, an upper bound on the largest
+        absolute entry, could exceed the dtype's range: then the operation may have
+        overflowed to inf, and an overflow is an error naming ``name``."""
+        out = cls.__new__(cls)
+        out.vector = store
+        out._bound = bound
+        limit = min(torch.finfo(v.dtype).max for v in store.values())
+        if not bound < limit:
+            for key, value in store.items():
+                if not bool(torch.isfinite(value).all()):
+                    raise ValueError(f"{name} overflows: entry {key!r} is no longer finite")
+            out._bound = None
+        return out
+
+    def _max_abs(self) -> float:
+        """The largest absolute entry (computed once, then kept)."""
+        if getattr(self, "_bound", None) is None:
+            self._bound = max(float(v.abs().max()) for v in self.vector.values())
+        return self._bound
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -112,20 +137,27 @@ class TaskVector:
         if isinstance(other, numbers.Number) and other == 0:  # sum() starts from 0
             return self
         self._check_compatible(other)
-        return TaskVector({k: v + other.vector[k] for k, v in self.vector.items()})
+        bound = self._max_abs() + other._max_abs()
+        return TaskVector._of(
+            {k: v + other.vector[k] for k, v in self.vector.items()}, bound, "the sum"
+        )
 
     __radd__ = __add__
 
     def __neg__(self) -> TaskVector:
-        return TaskVector({k: -v for k, v in self.vector.items()})
+        return TaskVector._of({k: -v for k, v in self.vector.items()}, self._max_abs(), "-vector")
 
     def __sub__(self, other) -> TaskVector:
         self._check_compatible(other)
-        return TaskVector({k: v - other.vector[k] for k, v in self.vector.items()})
+        bound = self._max_abs() + other._max_abs()
+        return TaskVector._of(
+            {k: v - other.vector[k] for k, v in self.vector.items()}, bound, "the difference"
+        )
 
     def __mul__(self, scale) -> TaskVector:
         scale = _check_scale(scale, "scale")
-        return TaskVector({k: scale * v for k, v in self.vector.items()})
+        bound = abs(scale) * self._max_abs()
+        return TaskVector._of({k: scale * v for k, v in self.vector.items()}, bound, "scale")
 
     __rmul__ = __mul__
 
@@ -172,15 +204,36 @@ class TaskVector:
                     f"{tuple(value.shape)}: a task vector of a model of another shape"
                 )
         new = {
-            k: base_sd[k] + scale * v.to(device=base_sd[k].device, dtype=base_sd[k].dtype)
+            k: base_sd[k]
+            + (v if scale == 1.0 else scale * v).to(
+                device=base_sd[k].device, dtype=base_sd[k].dtype
+            )
             for k, v in self.vector.items()
         }
         if not isinstance(base, torch.nn.Module):
             out = dict(base_sd)
             out.update(new)
             return out
-        model = base if inplace else copy.deepcopy(base)
-        model.load_state_dict(new, strict=False)
+        if inplace:
+            base.load_state_dict(new, strict=False)
+            return base
+        # the copy takes the new tensors in place of the ones it replaces instead of copying
+        # them first (a tensor shared by two names takes the value of the later name, as
+        # load_state_dict would give it)
+        memo: dict[int, torch.Tensor] = {}
+        placed = set()
+        for name, param in base.named_parameters(remove_duplicate=False):
+            if name in new:
+                memo[id(param)] = torch.nn.Parameter(new[name], requires_grad=param.requires_grad)
+                placed.add(name)
+        for name, buffer in base.named_buffers(remove_duplicate=False):
+            if name in new:
+                memo[id(buffer)] = new[name]
+                placed.add(name)
+        model = copy.deepcopy(base, memo)
+        rest = {k: v for k, v in new.items() if k not in placed}  # state-dict-only names
+        if rest:
+            model.load_state_dict(rest, strict=False)
         return model
 
 
