@@ -383,13 +383,49 @@ def _assert_figures_open(record, out_dir):
 
 
 @pytest.mark.parametrize(
-    "name", ["C1-sketch-saves-tokens", "C2-internalised-reasoning", "C3-beats-matrix-factorisation"]
+    "name",
+    [
+        "C1-sketch-saves-tokens",
+        "C2-internalised-reasoning",
+        "C3-beats-matrix-factorisation",
+        "C4-lora-target-ablation",
+    ],
 )
 def test_claims_run_at_smoke_scale(name, tmp_path):
     record = run_claim("siren", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced", "inconclusive"), record
     assert not contract_problems(record)
     _assert_figures_open(record, tmp_path)
+    if name == "C4-lora-target-ablation":  # one HA model per LoRA target set, KV against 4
+        from iclr26.llm.siren.claims import LORA_TARGET_SETS
+
+        assert set(record["baseline"]) == {"ha_qkv", "ha_qv", "ha_all_linear", "ha_ffn"}
+        runs = record["metrics"]["per_seed"][0]
+        assert set(runs) == set(LORA_TARGET_SETS)
+        assert all(
+            np.isfinite(r["alignment_gap"]) and r["alignment_gap"] >= 0 for r in runs.values()
+        )
+        params = {t: r["lora_parameters"] for t, r in runs.items()}
+        assert params["all-linear"] > params["qkv"] > params["kv"] > 0 and params["ffn"] > 0
+        # the verdict follows the fixed rule: inconclusive exactly when every variant collapsed
+        collapsed = record["metrics"]["pred_entropy_max"] == 0
+        assert (record["verdict"] == "inconclusive") == collapsed
+
+
+def test_lora_target_ablation_is_full_scale_and_adapts_only_its_projections(lm, tmp_path):
+    from iclr26.llm.siren.claims import LORA_TARGET_SETS, lora_parameters
+
+    assert (
+        run_claim("siren", "C4-lora-target-ablation", "quick", out_dir=tmp_path)["verdict"]
+        == "skipped"
+    )
+    model, _ = lm
+    for name, targets in LORA_TARGET_SETS.items():
+        student = HiddenAlignment(target_modules=targets, rank=2).student(model)
+        trainable = {n: p.numel() for n, p in student.named_parameters() if p.requires_grad}
+        adapted = {n.split(".lora_")[0].rsplit(".", 1)[-1] for n in trainable}
+        assert adapted == set(targets), name
+        assert sum(trainable.values()) == lora_parameters(model, targets, rank=2), name
 
 
 # ---------------------------------------------------------------- MovieLens-100k
