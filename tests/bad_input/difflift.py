@@ -10,6 +10,7 @@ from iclr26.nn.difflift import (
     CWNLite,
     DiffLift,
     DiffLiftClassifier,
+    DiffLiftNodeClassifier,
     GINEmbedder,
     GINNet,
     HypergraphLifter,
@@ -20,10 +21,13 @@ from iclr26.nn.difflift import (
     from_networkx,
     gumbel_size_mask,
     lift_static,
+    make_cell_heterophily,
     make_clique_vote,
     make_ring_parity,
+    node_accuracy,
     rwse,
     train_graph_classifier,
+    train_node_classifier,
 )
 from iclr26.nn.difflift.graphs import make_graph
 
@@ -186,7 +190,159 @@ CASES = [
     ("DiffLiftClassifier", "type", lambda: DiffLiftClassifier().fit("graphs"), TypeError, "graphs"),
 ]
 
+
+def _node_graph():
+    return make_cell_heterophily(18, 3, seed=0, degree=2.0)
+
+
+def _node_model(task="node"):
+    return GINNet(in_dim=16, hidden=4, n_classes=3, task=task)
+
+
+_MASK = np.ones(18, dtype=bool)
+
+CASES += [
+    ("make_cell_heterophily", "range", lambda: make_cell_heterophily(4), ValueError, "n_nodes"),
+    (
+        "make_cell_heterophily",
+        "range",
+        lambda: make_cell_heterophily(30, homophily=1.5),
+        ValueError,
+        "homophily",
+    ),
+    (
+        "make_cell_heterophily",
+        "nan",
+        lambda: make_cell_heterophily(30, signal=NAN),
+        ValueError,
+        "signal",
+    ),
+    (
+        "make_cell_heterophily",
+        "range",
+        lambda: make_cell_heterophily(30, n_classes=3, feat_dim=2),
+        ValueError,
+        "feat_dim",
+    ),
+    (
+        "make_cell_heterophily",
+        "other",
+        lambda: make_cell_heterophily(8, n_classes=3, cell_size=3),
+        ValueError,
+        "n_nodes",
+    ),
+    ("CWNLite", "range", lambda: CWNLite(8, 2, task="edge"), ValueError, "task"),
+    ("CWNLite", "range", lambda: CWNLite(8, 2, aggregate="max"), ValueError, "aggregate"),
+    ("DiffLift", "range", lambda: DiffLift("cell", task="link"), ValueError, "task"),
+    (
+        "DiffLift",
+        "range",
+        lambda: DiffLift("cell", cell_candidates="squares"),
+        ValueError,
+        "cell_candidates",
+    ),
+    (
+        "CellLifter",
+        "range",
+        lambda: CellLifter(4, cell_candidates="cliques"),
+        ValueError,
+        "cell_candidates",
+    ),
+    (
+        "train_node_classifier",
+        "other",
+        lambda: train_node_classifier(_node_model("graph"), *_node_graph(), _MASK),
+        ValueError,
+        "model",
+    ),
+    (
+        "train_node_classifier",
+        "shape",
+        lambda: train_node_classifier(_node_model(), _node_graph()[0], np.zeros(5), _MASK),
+        ValueError,
+        "y",
+    ),
+    (
+        "train_node_classifier",
+        "empty",
+        lambda: train_node_classifier(_node_model(), *_node_graph(), np.zeros(18, dtype=bool)),
+        ValueError,
+        "train_mask",
+    ),
+    (
+        "train_node_classifier",
+        "dtype",
+        lambda: train_node_classifier(_node_model(), *_node_graph(), np.ones(18)),
+        TypeError,
+        "train_mask",
+    ),
+    (
+        "train_node_classifier",
+        "nan",
+        lambda: train_node_classifier(_node_model(), *_node_graph(), _MASK, lr=NAN),
+        ValueError,
+        "lr",
+    ),
+    (
+        "train_node_classifier",
+        "type",
+        lambda: train_node_classifier(_node_model(), [_node_graph()[0]], _node_graph()[1], _MASK),
+        TypeError,
+        "graph",
+    ),
+    (
+        "node_accuracy",
+        "range",
+        lambda: node_accuracy(_node_model(), _node_graph()[0], -np.ones(18), _MASK),
+        ValueError,
+        "y",
+    ),
+    (
+        "node_accuracy",
+        "type",
+        lambda: node_accuracy(_node_model(), _node_graph()[0], _node_graph()[1], None),
+        TypeError,
+        "mask",
+    ),
+    (
+        "DiffLiftNodeClassifier",
+        "range",
+        lambda: DiffLiftNodeClassifier(lifting="star").fit(*_node_graph()),
+        ValueError,
+        "lifting",
+    ),
+    (
+        "DiffLiftNodeClassifier",
+        "other",
+        lambda: DiffLiftNodeClassifier().fit(_node_graph()[0], -np.ones(18)),
+        ValueError,
+        "y",
+    ),
+    (
+        "DiffLiftNodeClassifier",
+        "nan",
+        lambda: DiffLiftNodeClassifier().fit(_node_graph()[0], np.full(18, NAN)),
+        ValueError,
+        "y",
+    ),
+    (
+        "DiffLiftNodeClassifier",
+        "shape",
+        lambda: DiffLiftNodeClassifier().fit(_node_graph()[0], np.array(["a"] * 18), _MASK[:3]),
+        ValueError,
+        "train_mask",
+    ),
+    (
+        "DiffLiftNodeClassifier",
+        "type",
+        lambda: DiffLiftNodeClassifier().fit([_node_graph()[0]], _node_graph()[1]),
+        TypeError,
+        "graph",
+    ),
+]
+
 EXEMPT = {
+    "karate_club": "takes no data; returns a fixed bundled graph",
     "GraphData": "a record dataclass; graphs are validated by from_networkx / make_graph",
     "GraphBatch": "a record dataclass built by collate, which validates its graphs",
     "LiftedComplex": "a record dataclass returned by the liftings; takes no user data",

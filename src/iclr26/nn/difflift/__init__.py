@@ -1,16 +1,20 @@
 """∂lift (DiffLift): differentiable lifting of graphs to cell complexes and hypergraphs for
-topological neural networks, with the static liftings it replaces."""
+topological neural networks, for graph and node classification, with the static liftings it
+replaces."""
 
 from .graphs import (
     GraphBatch,
     GraphData,
     collate,
     from_networkx,
+    karate_club,
+    make_cell_heterophily,
     make_clique_vote,
     make_ring_parity,
     rwse,
 )
 from .lifting import (
+    CELL_CANDIDATES,
     STATIC_LIFTINGS,
     AcceptanceHead,
     CellLifter,
@@ -25,15 +29,19 @@ from .models import (
     CWNLite,
     DiffLift,
     DiffLiftClassifier,
+    DiffLiftNodeClassifier,
     GINEmbedder,
     GINNet,
     StaticLiftNet,
     UniGCNLite,
     accuracy,
+    node_accuracy,
     train_graph_classifier,
+    train_node_classifier,
 )
 
 __all__ = [
+    "CELL_CANDIDATES",
     "STATIC_LIFTINGS",
     "SKLEARN_EXPECTED_FAILED_CHECKS",
     "AcceptanceHead",
@@ -41,6 +49,7 @@ __all__ = [
     "CellLifter",
     "DiffLift",
     "DiffLiftClassifier",
+    "DiffLiftNodeClassifier",
     "GINEmbedder",
     "GINNet",
     "GraphBatch",
@@ -53,10 +62,14 @@ __all__ = [
     "collate",
     "from_networkx",
     "gumbel_size_mask",
+    "karate_club",
     "lift_static",
+    "make_cell_heterophily",
     "make_clique_vote",
     "make_ring_parity",
+    "node_accuracy",
     "rwse",
     "straight_through",
     "train_graph_classifier",
+    "train_node_classifier",
 ]

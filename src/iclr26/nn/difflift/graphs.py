@@ -1,5 +1,6 @@
 """Graphs as the room uses them, batching, random-walk structural encodings and the two
-offline graph-classification sets of the claim checks.
+offline sets of the claim checks (two graph-classification sets and one heterophilous
+node-classification graph).
 
 A user's graph is a ``networkx.Graph`` whose nodes carry a feature vector in the node attribute
 ``x`` (or a :class:`GraphData` built directly). :func:`collate` concatenates graphs into one
@@ -25,6 +26,8 @@ __all__ = [
     "rwse",
     "make_ring_parity",
     "make_clique_vote",
+    "make_cell_heterophily",
+    "karate_club",
 ]
 
 
@@ -323,3 +326,95 @@ def make_clique_vote(
             )
         )
     return out
+
+
+def _background_edges(rng, y, n_edges: int, homophily: float) -> np.ndarray:
+    """``n_edges`` distinct random pairs; each is within one class with probability
+    ``homophily`` and between two different classes otherwise."""
+    n = len(y)
+    classes = [np.flatnonzero(y == c) for c in range(int(y.max()) + 1)]
+    others = [np.flatnonzero(y != c) for c in range(len(classes))]
+    chosen: set[tuple[int, int]] = set()
+    for _ in range(50):
+        need = n_edges - len(chosen)
+        if need <= 0:
+            break
+        m = 2 * need + 8
+        u = rng.integers(0, n, size=m)
+        same = rng.random(m) < homophily
+        v = np.empty(m, dtype=np.int64)
+        for i in range(m):  # a draw per candidate pair; the sets are small
+            pool = classes[y[u[i]]] if same[i] else others[y[u[i]]]
+            v[i] = pool[rng.integers(0, len(pool))]
+        for a, b in zip(u.tolist(), v.tolist()):
+            if a != b and len(chosen) < n_edges:
+                chosen.add((min(a, b), max(a, b)))
+    return np.array(sorted(chosen), dtype=np.int64).reshape(-1, 2)
+
+
+def make_cell_heterophily(
+    n_nodes: int = 300,
+    n_classes: int = 3,
+    seed: int = 0,
+    *,
+    cell_size: int = 3,
+    degree: float = 6.0,
+    homophily: float = 0.0,
+    signal: float = 1.0,
+    feat_dim: int = 8,
+    rwse_steps: int = 8,
+) -> tuple[GraphData, np.ndarray]:
+    """One heterophilous node-classification graph in which planted cells decide the labels
+    (the node-level check; offline stand-in for Texas/Wisconsin-like graphs).
+
+    Nodes get balanced labels in ``n_classes`` classes. The nodes of each class are split into
+    groups of ``cell_size`` wired as a cycle (a triangle for 3): the planted cells, whose members
+    all share one label. Background edges (``degree · n / 2`` of them, mean background degree
+    ``degree``) join nodes of the same class with probability ``homophily`` and of different
+    classes otherwise, so most of a node's neighbours carry another label, and random triangles
+    mixing classes appear among them. Features: ``signal · onehot(label)`` in the first
+    ``n_classes`` of ``feat_dim`` dimensions plus unit Gaussian noise in all of them, weak for one
+    node and stronger averaged over a cell. Returns ``(graph, labels)``; ``graph.meta`` keeps
+    ``"cells"`` (node lists) and ``"y"``."""
+    n_nodes = V.check_int(n_nodes, "n_nodes", low=6)
+    n_classes = V.check_int(n_classes, "n_classes", low=2)
+    seed = V.check_int(seed, "seed", low=0)
+    cell_size = V.check_int(cell_size, "cell_size", low=3)
+    degree = V.check_scalar(degree, "degree", low=0.0)
+    homophily = V.check_probability(homophily, "homophily")
+    signal = V.check_scalar(signal, "signal", low=0.0)
+    feat_dim = V.check_int(feat_dim, "feat_dim", low=n_classes)
+    if n_nodes < n_classes * cell_size:
+        raise ValueError(
+            f"n_nodes: need at least n_classes * cell_size = {n_classes * cell_size} nodes, "
+            f"got {n_nodes}"
+        )
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n_nodes) % n_classes)
+    cells: list[list[int]] = []
+    planted: set[tuple[int, int]] = set()
+    for c in range(n_classes):
+        members = rng.permutation(np.flatnonzero(y == c))
+        for s in range(0, len(members) - cell_size + 1, cell_size):
+            cell = [int(v) for v in members[s : s + cell_size]]
+            cells.append(cell)
+            for a, b in zip(cell, cell[1:] + cell[:1]):
+                planted.add((min(a, b), max(a, b)))
+    n_bg = int(round(degree * n_nodes / 2))
+    bg = _background_edges(rng, y, n_bg, homophily) if n_bg else np.zeros((0, 2), np.int64)
+    edges = np.array(sorted(planted | {tuple(e) for e in bg.tolist()}), dtype=np.int64)
+    x = rng.normal(size=(n_nodes, feat_dim))
+    x[np.arange(n_nodes), y] += signal
+    graph = make_graph(x, edges, rwse_steps=rwse_steps, meta={"cells": cells, "y": y.tolist()})
+    return graph, y
+
+
+def karate_club(*, rwse_steps: int = 8) -> tuple[GraphData, np.ndarray]:
+    """Zachary's karate club (``networkx.karate_club_graph``, 34 members, 78 ties) for node
+    classification: features are one-hot member ids (the usual choice when nodes carry none),
+    labels 0 for "Mr. Hi"'s faction and 1 for the "Officer"'s."""
+    g = nx.karate_club_graph()
+    nodes = sorted(g.nodes)
+    y = np.array([int(g.nodes[v]["club"] != "Mr. Hi") for v in nodes])
+    edges = np.array([(min(u, v), max(u, v)) for u, v in g.edges], dtype=np.int64)
+    return make_graph(np.eye(len(nodes)), edges, rwse_steps=rwse_steps, meta={"y": y.tolist()}), y

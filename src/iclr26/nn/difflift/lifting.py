@@ -38,9 +38,13 @@ __all__ = [
     "gumbel_size_mask",
     "lift_static",
     "STATIC_LIFTINGS",
+    "CELL_CANDIDATES",
     "CellLifter",
     "HypergraphLifter",
 ]
+
+CELL_CANDIDATES = ("cycles", "triangles")
+_DENSE_TRIANGLES_MAX = 3000  # nodes per graph up to which triangles come from a dense adjacency
 
 STATIC_LIFTINGS = {
     "cell": ("cycle", "clique", "none"),
@@ -200,18 +204,25 @@ def _basis_cycles(n: int, edges: np.ndarray, offset: int, max_len: int) -> list[
 
 
 def _triangles(n: int, edges: np.ndarray, offset: int) -> list[list[int]]:
-    g = nx.Graph()
-    g.add_nodes_from(range(offset, offset + n))
-    g.add_edges_from(edges.tolist())
-    tris = set()
-    for clique in nx.find_cliques(g):
-        if len(clique) >= 3:
-            cl = sorted(clique)
-            for i in range(len(cl)):
-                for j in range(i + 1, len(cl)):
-                    for k in range(j + 1, len(cl)):
-                        tris.add((cl[i], cl[j], cl[k]))
-    return [list(t) for t in sorted(tris)]
+    """Every triangle ``[a, b, c]`` (``a < b < c``, sorted) of a graph on nodes
+    ``offset .. offset + n − 1``: for each edge ``(a, b)`` the common neighbours ``c > b``, read
+    off a dense adjacency (networkx's clique search for graphs too large for it)."""
+    if len(edges) == 0:
+        return []
+    if n > _DENSE_TRIANGLES_MAX:
+        g = nx.Graph()
+        g.add_nodes_from(range(offset, offset + n))
+        g.add_edges_from(edges.tolist())
+        tris = {tuple(sorted(c)) for c in nx.enumerate_all_cliques(g) if len(c) == 3}
+        return [list(t) for t in sorted(tris)]
+    loc = np.asarray(edges, dtype=np.int64) - offset
+    lo, hi = loc.min(1), loc.max(1)
+    adj = np.zeros((n, n), dtype=bool)
+    adj[lo, hi] = adj[hi, lo] = True
+    common = adj[lo] & adj[hi] & (np.arange(n)[None, :] > hi[:, None])
+    e, c = np.nonzero(common)
+    tris = np.unique(np.stack([lo[e], hi[e], c], 1), axis=0) + offset
+    return tris.tolist()
 
 
 def _knn_within_graph(z: torch.Tensor, batch: torch.Tensor, k: int) -> torch.Tensor:
@@ -310,7 +321,7 @@ def lift_static(
                     else _triangles(n, ge, ptr[gi])
                 )
                 per.append((gi, cyc))
-        edge_id = {(int(a), int(b)): i for i, (a, b) in enumerate(e_np)}
+        edge_id = {(a, b): i for i, (a, b) in enumerate(e_np.tolist())}
         lc.cells, lc.cell_of, lc.edge_of, lc.cell_batch = _cells_from_cycles(per, edge_id)
         lc.cell_w = torch.ones(len(lc.cells))
         return lc
@@ -380,7 +391,12 @@ class CellLifter(nn.Module):
     neighbours in embedding space (within its graph, pairs not already edges), each accepted by
     an edge head; a cycle basis of the resulting 1-skeleton (cycles of length ≤
     ``max_cycle_len``) gives the candidate 2-cells, each accepted by a cell head. A head sees the
-    mean embedding of the cell's nodes."""
+    mean embedding of the cell's nodes.
+
+    ``cell_candidates="triangles"`` proposes every triangle of the resulting 1-skeleton instead
+    of its basis cycles (the released node-classification code keeps only basis cycles of length
+    3; on one large graph a cycle basis holds few of its triangles, so we enumerate them). Unlike
+    a cycle basis, the triangle set does not depend on the order of the nodes."""
 
     def __init__(
         self,
@@ -392,10 +408,12 @@ class CellLifter(nn.Module):
         knn_edges: int = 3,
         max_cycle_len: int = 10,
         accept_bias: float = 0.0,
+        cell_candidates: str = "cycles",
     ):
         super().__init__()
         self.stochastic = V.check_bool(stochastic, "stochastic")
         self.learn_edges = V.check_bool(learn_edges, "learn_edges")
+        self.cell_candidates = V.check_choice(cell_candidates, "cell_candidates", CELL_CANDIDATES)
         self.knn_edges = V.check_int(knn_edges, "knn_edges", low=0)
         self.max_cycle_len = V.check_int(max_cycle_len, "max_cycle_len", low=3)
         self.edge_head = AcceptanceHead(dim, sharpen=sharpen, accept_bias=accept_bias)
@@ -447,10 +465,12 @@ class CellLifter(nn.Module):
         per = []
         for gi in range(batch.n_graphs):
             sel = keep & (eb == gi)
-            per.append(
-                (gi, _basis_cycles(ptr[gi + 1] - ptr[gi], e_np[sel], ptr[gi], self.max_cycle_len))
-            )
-        edge_id = {(int(a), int(b)): i for i, (a, b) in enumerate(e_np)}
+            n_gi = ptr[gi + 1] - ptr[gi]
+            if self.cell_candidates == "triangles":
+                per.append((gi, _triangles(n_gi, e_np[sel], ptr[gi])))
+            else:
+                per.append((gi, _basis_cycles(n_gi, e_np[sel], ptr[gi], self.max_cycle_len)))
+        edge_id = {(a, b): i for i, (a, b) in enumerate(e_np.tolist())}
         lc.cells, lc.cell_of, lc.edge_of, lc.cell_batch = _cells_from_cycles(per, edge_id)
         C = len(lc.cells)
         if C:
