@@ -6,6 +6,7 @@ anchors grow by Scaffold-GS's rule or by frequency-aware anchor growing (FAG).""
 from .anchor import AnchorGS
 from .explicit import ExplicitWatermark, explicit_quantize
 from .growing import HIGH_FREQUENCY, ORDINARY, AnchorGrowth, high_frequency_mask, pixel_filter
+from .hidden import MessageEncoder, held_out_bit_accuracy
 from .losses import frequency_error, high_pass, hsv_loss, hue_masks, psnr, ssim
 from .scene import textured_scene
 from .watermark import (
@@ -30,6 +31,8 @@ __all__ = [
     "CompMarkGS",
     "HACLikeCompressor",
     "MessageDecoder",
+    "MessageEncoder",
+    "held_out_bit_accuracy",
     "QuantizationDistortionLayer",
     "frequency_error",
     "haar_dwt",

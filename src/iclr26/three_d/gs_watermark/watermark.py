@@ -14,8 +14,8 @@ from iclr26 import validation as V
 
 from .anchor import AnchorGS, check_same_device, check_views
 from .growing import high_frequency_mask
+from .hidden import MessageDecoder, check_device, pretrain_decoder  # noqa: F401 (re-exported)
 from .losses import frequency_error, hsv_loss, ssim
-from .wavelet import haar_dwt
 
 
 class QuantizationDistortionLayer(nn.Module):
@@ -43,116 +43,6 @@ class QuantizationDistortionLayer(nn.Module):
         # drawn on the CPU (a CPU generator): the same noise stream on every device
         u = torch.rand(f.shape, generator=generator, dtype=f.dtype).to(f.device) - 0.5
         return f + u * self.step(f)
-
-
-class MessageDecoder(nn.Module):
-    """HiDDeN-style conv decoder of ``bits`` logits from the Haar LL band of an RGB image."""
-
-    def __init__(self, bits: int = 16, channels: int = 32):
-        super().__init__()
-        self.bits = V.check_int(bits, "bits", low=1, high=256)
-        c = V.check_int(channels, "channels", low=1)
-        layers, d = [], 3
-        for _ in range(3):
-            layers += [nn.Conv2d(d, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU()]
-            d = c
-        layers += [
-            nn.Conv2d(c, bits, 3, padding=1),
-            nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(),
-            nn.Linear(bits, bits),
-        ]
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, H, W, 3) or (H, W, 3) images in [0, 1] -> (B, bits) logits."""
-        V.check_tensor(images, "images", ndim=(3, 4), floating=True)
-        x = images[None] if images.dim() == 3 else images
-        if x.shape[-1] != 3:
-            raise ValueError(f"images must have 3 channels last, got shape {tuple(images.shape)}")
-        ll = haar_dwt(x.permute(0, 3, 1, 2))[0]
-        return self.net(ll)
-
-
-class _Encoder(nn.Module):
-    def __init__(self, bits: int, channels: int = 32):
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Conv2d(3 + bits, channels, 3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(channels, 3, 3, padding=1),
-        )
-
-    def forward(self, x, m):
-        mm = m[:, :, None, None].expand(-1, -1, *x.shape[-2:])
-        return (x + 0.1 * torch.tanh(self.net(torch.cat([x, mm], 1)))).clamp(0, 1)
-
-
-def check_device(device) -> torch.device:
-    """``device`` as a ``torch.device`` (a string such as ``"cpu"``/``"cuda:0"`` or a device)."""
-    if isinstance(device, torch.device):
-        return device
-    if not isinstance(device, str):
-        raise TypeError(f"device must be a string or torch.device, got {type(device).__name__}")
-    try:
-        return torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a torch device, got {device!r}") from err
-
-
-def pretrain_decoder(
-    bits: int = 16,
-    *,
-    steps: int = 300,
-    size: int = 32,
-    batch: int = 16,
-    seed: int = 0,
-    device="cpu",
-) -> MessageDecoder:
-    """Train a HiDDeN encoder/decoder pair on crops of scikit-image pictures with random
-    messages and noise / quantization / blur attacks; return the frozen decoder (eval mode)
-    on ``device``. The random draws (crops, messages, noise) come from the CPU generator, so a
-    CPU run is the same whatever ``device`` defaults to."""
-    from iclr26.three_d.gs_raster import texture
-
-    bits = V.check_int(bits, "bits", low=1, high=256)
-    steps = V.check_int(steps, "steps", low=1)
-    size = V.check_int(size, "size", low=8)
-    if size % 2:
-        raise ValueError(f"size must be even, got {size}")
-    batch = V.check_int(batch, "batch", low=2)
-    seed = V.check_int(seed, "seed", low=0)
-    device = check_device(device)
-    torch.manual_seed(seed)
-    pool = torch.stack(
-        [
-            texture(n, size, seed=s)
-            for n in ("astronaut", "coffee", "chelsea", "brick", "rocket", "gravel")
-            for s in range(4)
-        ]
-    )
-    dec, enc = MessageDecoder(bits).to(device), _Encoder(bits).to(device)
-    opt = torch.optim.Adam([*dec.parameters(), *enc.parameters()], lr=2e-3)
-    for t in range(steps):
-        x = pool[torch.randint(len(pool), (batch,))].permute(0, 3, 1, 2).to(device)
-        m = torch.randint(0, 2, (batch, bits)).float().to(device)
-        y = enc(x, m)
-        a = t % 3
-        if a == 0:
-            y = y + 0.03 * torch.randn_like(y, device="cpu").to(device)  # y's strides kept
-        elif a == 1:
-            y = y + (torch.round(y * 32) / 32 - y).detach()
-        else:
-            y = F.avg_pool2d(y, 3, 1, 1)
-        logits = dec(y.permute(0, 2, 3, 1))
-        loss = F.binary_cross_entropy_with_logits(logits, m) + F.mse_loss(y, x)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    dec.eval()
-    for p in dec.parameters():
-        p.requires_grad_(False)
-    return dec
 
 
 class HACLikeCompressor:
