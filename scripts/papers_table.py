@@ -30,9 +30,18 @@ def room_verdicts(readme: Path) -> list[str]:
         return []
     body = re.split(r"^## ", section[1], flags=re.M)[0]
     out = []
+    in_claims = (
+        False  # inside a table whose header starts with "claim" (not, e.g., a table of runs)
+    )
     for line in body.splitlines():
+        if not line.strip().startswith("|"):
+            in_claims = False
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 2 or set(cells[0]) <= {"-", ":"} or cells[0] == "claim":
+        if cells[0] == "claim":
+            in_claims = True
+            continue
+        if not in_claims or len(cells) < 2 or set(cells[0]) <= {"-", ":"}:
             continue
         last = cells[-1].lower().lstrip("*_ ")
         for v in ("not reproduced", "reproduced", "inconclusive", "skipped", "error"):
