@@ -168,22 +168,13 @@ def test_eval_helpers_agree_with_direct_computation(trained):
         tinylm.perplexity(model, ["text"], seq_len=16)  # strings need a tokenizer
 
 
-def test_finetune_builds_a_cache_entry_under_its_lock_and_loads_it_after(trained, monkeypatch):
-    from contextlib import contextmanager
-
+def test_finetune_builds_a_cache_entry_under_its_lock_and_loads_it_after(
+    trained, record_build_lock
+):
     from iclr26.models.tinylm import train as T
 
     model, tok = trained
-    taken = []
-    real = T.build_lock
-
-    @contextmanager
-    def recording(entry):
-        with real(entry):
-            taken.append(entry)
-            yield
-
-    monkeypatch.setattr(T, "build_lock", recording)
+    taken = record_build_lock(T)
     examples = [(f"{a}-", str(a)) for a in range(6)]
     copy = type(model)(model.config)
     copy.load_state_dict(model.state_dict())

@@ -268,21 +268,10 @@ def test_linear_probe_and_frechet():
         M.frechet_distance(np.full((4, 2), np.nan), a[:4, :2])
 
 
-def test_pretrained_tiny_builds_under_the_cache_lock(tmp_path, monkeypatch):
-    from contextlib import contextmanager
-
+def test_pretrained_tiny_builds_under_the_cache_lock(tmp_path, record_build_lock):
     from iclr26.models.vision import pretrained as P
 
-    taken = []
-    real = P.build_lock
-
-    @contextmanager
-    def recording(entry):
-        with real(entry):
-            taken.append(entry)
-            yield
-
-    monkeypatch.setattr(P, "build_lock", recording)
+    taken = record_build_lock(P)
     MV.pretrained_tiny("randconv_s8", recipe="test", cache_dir=tmp_path, threads=1)
     assert taken == [MV.cache_path("randconv_s8", "test", tmp_path)]
     MV.pretrained_tiny("randconv_s8", recipe="test", cache_dir=tmp_path, threads=1)
