@@ -17,6 +17,7 @@ reruns the same batch: no batch is silently dropped."""
 
 from __future__ import annotations
 
+import abc
 import pickle
 import time
 from collections.abc import Callable, Sequence
@@ -65,7 +66,7 @@ def _nbytes(obj: Any) -> int:
     return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-class _RayPipeline:
+class _RayPipeline(abc.ABC):
     """Shared driver logic; subclasses decide the plan and the data path."""
 
     centralized: bool = True
@@ -222,8 +223,9 @@ class _RayPipeline:
             raise ValueError("batch has repeated sample ids")
         return list(batch)
 
+    @abc.abstractmethod
     def plan(self, batch: Sequence[MediaSample]) -> Plan:
-        raise NotImplementedError
+        """How this pipeline places and shards ``batch`` over its workers."""
 
     # ------------------------------------------------------------------ one step
     def step(self, batch: Sequence[MediaSample], next_batch=None) -> dict:
