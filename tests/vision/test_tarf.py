@@ -149,6 +149,30 @@ def test_dataloaders_are_accepted():
     assert isinstance(out, nn.Module)
 
 
+def test_channels_last_pooling_equals_plain_max_pooling():
+    """SmallCNN's pooling layer gives the plain layer's outputs, gradients and training run."""
+    torch.manual_seed(0)
+    fast = SmallCNN(3, size=8, width=4)
+    plain = copy.deepcopy(fast)
+    for i, layer in enumerate(plain.body):
+        if isinstance(layer, nn.MaxPool2d):
+            plain.body[i] = nn.MaxPool2d(2)
+    assert sum(type(m) is nn.MaxPool2d for m in plain.body) == 2
+    assert sum(type(m) is nn.MaxPool2d for m in fast.body) == 0
+    X = torch.rand(40, 3, 8, 8, requires_grad=True)
+    out_fast, out_plain = fast.body[2](X), plain.body[2](X)
+    assert torch.equal(out_fast, out_plain) and out_fast.is_contiguous()
+    g = torch.randn_like(out_fast)
+    (gx_fast,) = torch.autograd.grad(out_fast, X, g)
+    (gx_plain,) = torch.autograd.grad(out_plain, X, g)
+    assert torch.equal(gx_fast, gx_plain)
+    y = np.arange(40) % 3
+    train_classifier(fast, X.detach(), y, epochs=2, batch=16, seed=0)
+    train_classifier(plain, X.detach(), y, epochs=2, batch=16, seed=0)
+    for a, b in zip(fast.state_dict().values(), plain.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+
+
 def test_report_gap_to_itself_is_zero():
     rng = np.random.default_rng(0)
     y_sub = np.repeat(np.arange(4), 20)

@@ -9,6 +9,19 @@ from torch import nn
 from iclr26 import validation as V
 
 
+class MaxPool2d(nn.MaxPool2d):
+    """``nn.MaxPool2d`` computed on a channels-last copy and returned contiguous.
+
+    The result and its gradient equal the plain layer's (a maximum does not depend on the
+    memory layout), but torch's CPU kernel is several times faster on channels-last input,
+    and pooling is most of this small network's inference time."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4:
+            return super().forward(x)
+        return super().forward(x.contiguous(memory_format=torch.channels_last)).contiguous()
+
+
 class SmallCNN(nn.Module):
     """Two convolutions and two fully connected layers with a 64-d penultimate layer.
 
@@ -24,10 +37,10 @@ class SmallCNN(nn.Module):
         self.body = nn.Sequential(
             nn.Conv2d(in_channels, width, 3, padding=1),
             nn.ReLU(),
-            nn.MaxPool2d(2),
+            MaxPool2d(2),
             nn.Conv2d(width, 2 * width, 3, padding=1),
             nn.ReLU(),
-            nn.MaxPool2d(2),
+            MaxPool2d(2),
             nn.Flatten(),
             nn.Linear(2 * width * (self.size // 4) ** 2, 64),
             nn.ReLU(),
