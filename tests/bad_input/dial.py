@@ -1,5 +1,8 @@
 """Bad-input cases of the DIAL room (tiny arrays; each call fails at the public boundary)."""
 
+import os
+import tempfile
+
 import numpy as np
 import torch
 
@@ -25,12 +28,15 @@ from iclr26.vision.dial import (
     default_insights,
     enrichment,
     group_accuracy,
+    load_celeba,
+    load_waterbirds,
     make_captions,
     margins,
     max_abs_cos,
     remove_subspace,
     select_k_alpha,
     spurious_prompts,
+    stratified_subset,
     subspace_basis,
     train_sae,
     train_tinyclip,
@@ -55,6 +61,8 @@ SAE = TopKSAE(4, 8, 2)
 IMG = np.random.default_rng(1).random((2, 3, 8, 8)).astype(np.float32)
 HASH = HashingTextEncoder(8)
 CLIP = TinyCLIP(HASH, embed_dim=4, width=4, image_dim=4)
+NO_FOLDER = os.path.join(tempfile.gettempdir(), "iclr26-dial-no-such-dataset-folder")
+EMPTY_FOLDER = os.path.dirname(os.path.abspath(__file__))  # no dataset metadata files here
 
 CASES = [
     ("DIAL", "nan", lambda: DIAL(sae_steps=1).fit(E_NAN, T, S), ValueError, "X"),
@@ -178,5 +186,32 @@ CASES = [
     ("HashingTextEncoder", "type", lambda: HASH("a circle"), TypeError, "texts"),
     ("MiniLMEncoder", "range", lambda: MiniLMEncoder(batch_size=0), ValueError, "batch_size"),
     ("MiniLMEncoder", "type", lambda: MiniLMEncoder(cache="yes"), TypeError, "cache"),
+    ("load_waterbirds", "type", lambda: load_waterbirds(3), TypeError, "root"),
+    ("load_waterbirds", "other", lambda: load_waterbirds(NO_FOLDER), FileNotFoundError,
+     "root: no such folder"),
+    ("load_waterbirds", "other", lambda: load_waterbirds(EMPTY_FOLDER), FileNotFoundError,
+     "root: .*metadata.csv"),
+    ("load_waterbirds", "other", lambda: load_waterbirds(NO_FOLDER, split="dev"), ValueError,
+     "split must be one of 'train', 'val', 'test'"),
+    ("load_waterbirds", "range", lambda: load_waterbirds(NO_FOLDER, size=0), ValueError, "size"),
+    ("load_waterbirds", "type", lambda: load_waterbirds(NO_FOLDER, size=NAN), TypeError, "size"),
+    ("load_waterbirds", "empty", lambda: load_waterbirds(NO_FOLDER, max_n=0), ValueError,
+     "max_n"),
+    ("load_waterbirds", "other", lambda: load_waterbirds(NO_FOLDER, on_error="ignore"),
+     ValueError, "on_error"),
+    ("load_celeba", "other", lambda: load_celeba(NO_FOLDER), FileNotFoundError, "root"),
+    ("load_celeba", "other", lambda: load_celeba(EMPTY_FOLDER), FileNotFoundError,
+     "root: .*list_attr_celeba"),
+    ("load_celeba", "type", lambda: load_celeba(NO_FOLDER, target=9), TypeError, "target"),
+    ("load_celeba", "other", lambda: load_celeba(NO_FOLDER, spurious="Blond_Hair"), ValueError,
+     "spurious"),
+    ("load_celeba", "other", lambda: load_celeba(NO_FOLDER, split="valid"), ValueError,
+     "split"),
+    ("load_celeba", "range", lambda: load_celeba(NO_FOLDER, max_n=-1), ValueError, "max_n"),
+    ("stratified_subset", "range", lambda: stratified_subset([0, 1, 1], 1), ValueError, "max_n"),
+    ("stratified_subset", "nan", lambda: stratified_subset([0.0, NAN], 1), ValueError, "groups"),
+    ("stratified_subset", "empty", lambda: stratified_subset([], 1), ValueError, "groups"),
+    ("stratified_subset", "dtype", lambda: stratified_subset([0.5, 1.0], 1), TypeError,
+     "groups"),
 ]  # fmt: skip
 EXEMPT = {}

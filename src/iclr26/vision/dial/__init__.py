@@ -8,7 +8,8 @@ spurious attribute's text directions (not with the class directions), and remove
 from the affected points with a label-free choice of the number of directions and the
 magnitude. DIAL+ finds the spurious atoms without being told the attribute and names them with
 a vocabulary. Baselines (:mod:`.baselines`), the small CLIP-style model the claims debias
-(:mod:`.tinyclip`) and real-CLIP backends (:mod:`.backends`) are beside them.
+(:mod:`.tinyclip`), real-CLIP backends (:mod:`.backends`) and loaders for Waterbirds and
+CelebA copies on disk (:mod:`.datasets`) are beside them.
 """
 
 from iclr26.vision.dial.backends import HFCLIPBackend, OpenCLIPBackend, TinyCLIPBackend
@@ -20,6 +21,7 @@ from iclr26.vision.dial.baselines import (
     ZeroShot,
     default_insights,
 )
+from iclr26.vision.dial.datasets import load_celeba, load_waterbirds, stratified_subset
 from iclr26.vision.dial.dial import DIAL, DIALPlus, enrichment, max_abs_cos
 from iclr26.vision.dial.evaluation import group_accuracy
 from iclr26.vision.dial.filtering import MarginFilter, affected_set, margins, zero_shot_probs
@@ -61,11 +63,14 @@ __all__ = [
     "enrichment",
     "group_accuracy",
     "make_captions",
+    "load_celeba",
+    "load_waterbirds",
     "margins",
     "max_abs_cos",
     "remove_subspace",
     "select_k_alpha",
     "spurious_prompts",
+    "stratified_subset",
     "subspace_basis",
     "train_sae",
     "train_tinyclip",
