@@ -5,6 +5,7 @@ spherical-harmonics colour; a brute-force reference; scene and camera generators
 
 from .benchmark import benchmark
 from .camera import Camera, orbit_cameras
+from .losses import gaussian_window, l1_dssim_loss, ssim, ssim_map
 from .project import covariance_3d, project, quat_to_rotmat
 from .rasterize import RenderOutput, render
 from .reference import render_reference
@@ -17,6 +18,8 @@ __all__ = [
     "RenderOutput",
     "benchmark",
     "covariance_3d",
+    "gaussian_window",
+    "l1_dssim_loss",
     "orbit_cameras",
     "project",
     "quat_to_rotmat",
@@ -26,6 +29,8 @@ __all__ = [
     "rgb_to_sh0",
     "sh_basis",
     "sh_to_color",
+    "ssim",
+    "ssim_map",
     "texture",
     "textured_plane",
 ]

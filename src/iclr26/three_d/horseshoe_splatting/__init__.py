@@ -2,7 +2,7 @@
 horseshoe prior on each splat's covariance scales, mean-field variational inference that mirrors
 the prior's inverse-Gamma augmentation, and per-pixel uncertainty by ancestral sampling."""
 
-from .evaluate import ause, make_scene_data, spearman_uncertainty
+from .evaluate import ause, kde_nll, make_scene_data, spearman_uncertainty
 from .inverse_gamma import ig_entropy, ig_expectations, kl_inverse_gamma
 from .model import PRIORS, GaussianSplatting, HorseshoeSplatting
 
@@ -13,6 +13,7 @@ __all__ = [
     "ause",
     "ig_entropy",
     "ig_expectations",
+    "kde_nll",
     "kl_inverse_gamma",
     "make_scene_data",
     "spearman_uncertainty",

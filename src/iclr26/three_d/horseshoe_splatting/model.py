@@ -3,7 +3,8 @@ prior, s_ij ~ N(beta_ij, sigma_ij^2 theta_j^2 lambda_ij^2), lambda_ij ~ C+(0, 1)
 axis, theta_j ~ C+(0, b) per axis, written with the inverse-Gamma augmentation
 (lambda^2 | nu ~ IG(1/2, 1/nu), nu ~ IG(1/2, 1), theta^2 | xi ~ IG(1/2, 1/xi), xi ~ IG(1/2, 1/b^2)).
 A mean-field q mirrors the augmentation (Gaussian on s, IG on the rest), trained jointly with
-the splats by Adam on Gaussian-NLL reconstruction + kl_weight * KL. Prediction draws the
+the splats by Adam on Gaussian-NLL reconstruction (or, with ``photometric="l1_dssim"``, the
+3DGS L1 + D-SSIM loss) + kl_weight * KL. Prediction draws the
 hierarchy ancestrally (M renders) for a predictive mean and a per-pixel std. The ablation priors
 of the paper's Table 3 share everything else: a Gaussian N(beta, prior_std^2) and a Laplace
 Laplace(beta, prior_std) prior on s, both with closed-form KL against the Gaussian q(s).
@@ -18,11 +19,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from iclr26 import validation as V
-from iclr26.three_d.gs_raster import Camera, quat_to_rotmat, render, rgb_to_sh0
+from iclr26.three_d.gs_raster import Camera, l1_dssim_loss, quat_to_rotmat, render, rgb_to_sh0
+from iclr26.three_d.gs_raster.losses import WINDOW_SIZE
 
 from .inverse_gamma import _e_inv, _e_log, _entropy, _expected_log_ig, _kl
 
 PRIORS = ("horseshoe", "gaussian", "laplace", "none")
+# reconstruction terms: the paper's Gaussian NLL with a learned pixel std (default), or the
+# official code's 3DGS photometric loss (1 - lambda) L1 + lambda (1 - SSIM)
+PHOTOMETRIC = ("gaussian_nll", "l1_dssim")
 # tensors with one row per splat (densification clones, splits and prunes them together)
 PER_SPLAT = (
     "means",
@@ -195,11 +200,44 @@ class HorseshoeSplatting(nn.Module):
         )
 
     # ------------------------------------------------------------------ fit / predict
-    def loss(self, image: torch.Tensor, camera: Camera) -> torch.Tensor:
-        """Per-pixel mean Gaussian NLL over ``mc_train`` q draws + kl_weight * KL / #scales."""
-        return self._loss(image, camera)[0]
+    def loss(
+        self,
+        image: torch.Tensor,
+        camera: Camera,
+        *,
+        photometric: str = "gaussian_nll",
+        lambda_dssim: float = 0.2,
+    ) -> torch.Tensor:
+        """Reconstruction averaged over ``mc_train`` q draws + kl_weight * KL / #scales. The
+        reconstruction is the per-pixel mean Gaussian NLL (``photometric="gaussian_nll"``) or
+        the 3DGS loss ``(1 - lambda_dssim) L1 + lambda_dssim (1 - SSIM)`` (``"l1_dssim"``)."""
+        if not isinstance(camera, Camera):
+            raise TypeError(f"camera must be a Camera, got {type(camera).__name__}")
+        V.check_tensor(image, "image", shape=(camera.height, camera.width, 3), floating=True)
+        photometric, lambda_dssim = self._check_photometric(
+            photometric, lambda_dssim, camera, "image"
+        )
+        return self._loss(image, camera, photometric, lambda_dssim)[0]
 
-    def _loss(self, image: torch.Tensor, camera: Camera):
+    @staticmethod
+    def _check_photometric(photometric, lambda_dssim, camera: Camera, image_name: str):
+        photometric = V.check_choice(photometric, "photometric", PHOTOMETRIC)
+        lambda_dssim = V.check_scalar(lambda_dssim, "lambda_dssim", low=0.0, high=1.0)
+        h, w = camera.height, camera.width
+        if photometric == "l1_dssim" and min(h, w) < WINDOW_SIZE:
+            raise ValueError(
+                f"{image_name} must be at least {WINDOW_SIZE}x{WINDOW_SIZE} pixels for "
+                f'photometric="l1_dssim" (the SSIM window), got {h}x{w}'
+            )
+        return photometric, lambda_dssim
+
+    def _loss(
+        self,
+        image: torch.Tensor,
+        camera: Camera,
+        photometric: str = "gaussian_nll",
+        lambda_dssim: float = 0.2,
+    ):
         var = F.softplus(self.pixel_rho) ** 2 + 1e-8
         draws = 1 if self.prior == "none" else self.mc_train
         nll, outs = 0.0, []
@@ -209,6 +247,9 @@ class HorseshoeSplatting(nn.Module):
                 out.means2d.retain_grad()  # screen-space gradients drive densification
             outs.append(out)
             pred = out.image
+            if photometric == "l1_dssim":
+                nll = nll + l1_dssim_loss(pred, image, lambda_dssim)
+                continue
             nll = (
                 nll + (0.5 * (image - pred) ** 2 / var + 0.5 * torch.log(2 * math.pi * var)).mean()
             )
@@ -229,6 +270,8 @@ class HorseshoeSplatting(nn.Module):
         percent_dense: float = 0.01,
         min_opacity: float = 0.005,
         opacity_reset_every: int | None = 3000,
+        photometric: str = "gaussian_nll",
+        lambda_dssim: float = 0.2,
     ):
         """Adam on random training views, one view per step, with the 3DGS densification
         schedule: every ``densify_every`` steps in ``[densify_from, densify_until)`` splats whose
@@ -236,7 +279,11 @@ class HorseshoeSplatting(nn.Module):
         max scale <= ``percent_dense`` x scene extent) or split in two (large; children drawn
         from the splat, scales / 1.6), splats with opacity < ``min_opacity`` are pruned, and
         every ``opacity_reset_every`` steps (None: never) opacities are reset to <= 0.01. All
-        per-splat posterior tensors (beta, rho, the local IG factors) follow their splat."""
+        per-splat posterior tensors (beta, rho, the local IG factors) follow their splat.
+        ``photometric`` picks the reconstruction term (see :meth:`loss`): ``"gaussian_nll"``
+        (default; the paper's) or ``"l1_dssim"`` (the official code's 3DGS loss, weight
+        ``lambda_dssim``; needs images of at least 11x11 pixels, the SSIM window; the pixel std
+        is then not trained)."""
         if (
             not isinstance(cameras, (list, tuple))
             or not cameras
@@ -253,6 +300,9 @@ class HorseshoeSplatting(nn.Module):
             floating=True,
             low=0.0,
             high=1.0,
+        )
+        photometric, lambda_dssim = self._check_photometric(
+            photometric, lambda_dssim, cameras[0], "images"
         )
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0, low_open=True)
@@ -275,7 +325,9 @@ class HorseshoeSplatting(nn.Module):
         self._reset_grad_stats()
         for step, i in enumerate(order.tolist(), start=1):
             opt.zero_grad()
-            loss, outs = self._loss(images[i].float().to(self.beta.device), cameras[i])
+            loss, outs = self._loss(
+                images[i].float().to(self.beta.device), cameras[i], photometric, lambda_dssim
+            )
             loss.backward()
             torch.nn.utils.clip_grad_norm_([self.theta_a, self.theta_b, self.xi_a, self.xi_b], 5.0)
             opt.step()
@@ -395,11 +447,21 @@ class HorseshoeSplatting(nn.Module):
             state["exp_avg_sq"].zero_()
 
     @torch.no_grad()
-    def predict(self, camera: Camera, *, return_std: bool = False, samples: int | None = None):
+    def predict(
+        self,
+        camera: Camera,
+        *,
+        return_std: bool = False,
+        samples: int | None = None,
+        return_samples: bool = False,
+    ):
         """Predictive mean image (H, W, 3) over M ancestral renders and, with ``return_std``,
-        the per-pixel std (H, W) (mean over colour channels). ``"none"`` renders once, std 0."""
+        the per-pixel std (H, W) (mean over colour channels); with ``return_samples`` the M
+        renders (M, H, W, 3) come last. ``"none"`` renders once, std 0."""
         if not isinstance(camera, Camera):
             raise TypeError(f"camera must be a Camera, got {type(camera).__name__}")
+        return_std = V.check_bool(return_std, "return_std")
+        return_samples = V.check_bool(return_samples, "return_samples")
         m = self.mc_test if samples is None else V.check_int(samples, "samples", low=1)
         if self.prior == "none":
             m = 1
@@ -410,9 +472,12 @@ class HorseshoeSplatting(nn.Module):
             ]
         )
         mean = imgs.mean(0)
-        if not return_std:
-            return mean
-        return mean, imgs.std(0, unbiased=False).mean(-1)
+        out = (mean,)
+        if return_std:
+            out += (imgs.std(0, unbiased=False).mean(-1),)
+        if return_samples:
+            out += (imgs,)
+        return out[0] if len(out) == 1 else out
 
     @torch.no_grad()
     def render_point(self, camera: Camera):
