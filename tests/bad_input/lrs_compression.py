@@ -8,6 +8,7 @@ from iclr26.llm.lrs_compression import (
     LowRankSparseLinear,
     ProbabilisticAllocator,
     RPCACandidates,
+    SparseGPT,
     activation_norms,
     allocation_summary,
     count_parameters,
@@ -21,6 +22,8 @@ from iclr26.llm.lrs_compression import (
     score_function_gradient,
     shrink,
     singular_value_threshold,
+    sparsegpt_prune,
+    sparsegpt_prune_weight,
     svd_uniform,
     uniform_allocation,
     uniform_lrs,
@@ -72,6 +75,21 @@ def _cap_fit_budget(budget):
     return lambda: _untouched_after(
         lambda m: CAPCompressor(steps=1).fit(m, _calib(), budget=budget)
     )
+
+
+def _gpt():
+    return SparseGPT(torch.nn.Linear(5, 6))
+
+
+def _sparsegpt(**kwargs):
+    options = {"sparsity": 0.5, **kwargs}
+    calib = options.pop("calib", None)
+    return lambda: _untouched_after(
+        lambda m: sparsegpt_prune(m, _calib() if calib is None else calib, **options)
+    )
+
+
+H5 = torch.eye(5)
 
 
 def _cost():
@@ -424,6 +442,170 @@ CASES = [
         "calib_input_ids",
     ),
     ("activation_norms", "type", lambda: activation_norms(None, _calib()), TypeError, "model"),
+    # SparseGPT
+    ("sparsegpt_prune", "range", _sparsegpt(sparsity=1.0), ValueError, "sparsity"),
+    ("sparsegpt_prune", "range", _sparsegpt(sparsity=-0.1), ValueError, "sparsity"),
+    ("sparsegpt_prune", "nan", _sparsegpt(sparsity=NAN), ValueError, "sparsity"),
+    ("sparsegpt_prune", "type", _sparsegpt(sparsity=None), TypeError, "sparsity"),
+    (
+        "sparsegpt_prune",
+        "dtype",
+        _sparsegpt(calib=torch.full((2, 8), NAN)),
+        TypeError,
+        "calib_input_ids",
+    ),
+    (
+        "sparsegpt_prune",
+        "empty",
+        _sparsegpt(calib=torch.zeros(0, 8, dtype=torch.long)),
+        ValueError,
+        "calib_input_ids",
+    ),
+    (
+        "sparsegpt_prune",
+        "range",
+        _sparsegpt(calib=_calib(high=1000)),
+        ValueError,
+        "calib_input_ids",
+    ),
+    ("sparsegpt_prune", "range", _sparsegpt(blocksize=0), ValueError, "blocksize"),
+    ("sparsegpt_prune", "range", _sparsegpt(percdamp=-0.01), ValueError, "percdamp"),
+    ("sparsegpt_prune", "inf", _sparsegpt(percdamp=INF), ValueError, "percdamp"),
+    ("sparsegpt_prune", "range", _sparsegpt(batch_size=0), ValueError, "batch_size"),
+    ("sparsegpt_prune", "type", _sparsegpt(true_sequential="yes"), TypeError, "true_sequential"),
+    (
+        "sparsegpt_prune",
+        "other",
+        _sparsegpt(sparsity=None, prunen=2, prunem=4, blocksize=6),
+        ValueError,
+        "blocksize",
+    ),
+    (
+        "sparsegpt_prune",
+        "other",
+        _sparsegpt(sparsity=None, prunen=2, prunem=2),
+        ValueError,
+        "prunem",
+    ),
+    (
+        "sparsegpt_prune",
+        "other",
+        _sparsegpt(sparsity=0.3, prunen=2, prunem=4),
+        ValueError,
+        "sparsity",
+    ),
+    (
+        "sparsegpt_prune",
+        "other",
+        _sparsegpt(sparsity=None, prunen=1, prunem=5, blocksize=5),
+        ValueError,
+        "prunem",
+    ),
+    (
+        "sparsegpt_prune",
+        "other",
+        _sparsegpt(target_modules=("nope",)),
+        ValueError,
+        "target_modules",
+    ),
+    ("sparsegpt_prune", "type", lambda: sparsegpt_prune(None, _calib(), 0.5), TypeError, "model"),
+    (
+        "sparsegpt_prune_weight",
+        "nan",
+        lambda: sparsegpt_prune_weight(W_NAN.T, H5, 0.5),
+        ValueError,
+        "weight",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "inf",
+        lambda: sparsegpt_prune_weight(W_INF.T, H5, 0.5),
+        ValueError,
+        "weight",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "shape",
+        lambda: sparsegpt_prune_weight(W, torch.eye(6), 0.5),
+        ValueError,
+        "hessian",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "nan",
+        lambda: sparsegpt_prune_weight(W, torch.full((5, 5), NAN), 0.5),
+        ValueError,
+        "hessian",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "dtype",
+        lambda: sparsegpt_prune_weight(W.long(), H5, 0.5),
+        TypeError,
+        "weight",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "empty",
+        lambda: sparsegpt_prune_weight(torch.zeros(0, 5), H5, 0.5),
+        ValueError,
+        "weight",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "range",
+        lambda: sparsegpt_prune_weight(W, H5, 1.5),
+        ValueError,
+        "sparsity",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "range",
+        lambda: sparsegpt_prune_weight(W, H5, 0.5, blocksize=-4),
+        ValueError,
+        "blocksize",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "other",
+        lambda: sparsegpt_prune_weight(W, H5, None, prunen=1, prunem=2, blocksize=2),
+        ValueError,
+        "prunem",
+    ),
+    (
+        "sparsegpt_prune_weight",
+        "other",
+        lambda: sparsegpt_prune_weight(W, -H5, 0.5),
+        ValueError,
+        "percdamp",
+    ),
+    ("SparseGPT", "type", lambda: SparseGPT(W), TypeError, "layer"),
+    (
+        "SparseGPT",
+        "other",
+        lambda: SparseGPT(torch.nn.Linear(5, 6), dtype=torch.float16),
+        ValueError,
+        "dtype",
+    ),
+    ("SparseGPT", "nan", lambda: _gpt().add_batch(W_NAN), ValueError, "inputs"),
+    ("SparseGPT", "inf", lambda: _gpt().add_batch(W_INF), ValueError, "inputs"),
+    ("SparseGPT", "shape", lambda: _gpt().add_batch(torch.ones(4, 6)), ValueError, "inputs"),
+    ("SparseGPT", "empty", lambda: _gpt().add_batch(torch.ones(0, 5)), ValueError, "inputs"),
+    (
+        "SparseGPT",
+        "dtype",
+        lambda: _gpt().add_batch(torch.ones(4, 5, dtype=torch.long)),
+        TypeError,
+        "inputs",
+    ),
+    ("SparseGPT", "empty", lambda: _gpt().prune(0.5), ValueError, "inputs"),
+    (
+        "SparseGPT",
+        "range",
+        lambda: _gpt().add_batch(torch.ones(4, 5)).prune(0.5, percdamp=NAN),
+        ValueError,
+        "percdamp",
+    ),
     # records and files
     ("allocation_summary", "empty", lambda: allocation_summary([]), ValueError, "allocation"),
     (

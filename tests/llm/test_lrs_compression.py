@@ -1,6 +1,7 @@
 """Tests of CAP (lrs_compression): RPCA exact recovery, the budget projection, the REINFORCE
 estimator, finalisation, the low-rank + sparse layer, the compressor on two model families,
-the baselines, save/load, atomic failure and the claims at smoke scale."""
+the baselines (SparseGPT against direct least squares and magnitude pruning), save/load, atomic
+failure and the claims at smoke scale."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from iclr26.llm.lrs_compression import (
     LowRankSparseLinear,
     ProbabilisticAllocator,
     RPCACandidates,
+    SparseGPT,
     count_parameters,
     finalize,
     linear_flops_per_token,
@@ -26,6 +28,8 @@ from iclr26.llm.lrs_compression import (
     rpca,
     save_compressed,
     score_function_gradient,
+    sparsegpt_prune,
+    sparsegpt_prune_weight,
     svd_uniform,
     uniform_allocation,
     uniform_lrs,
@@ -336,6 +340,136 @@ def test_baselines_reach_the_requested_sparsity():
     uni = uniform_lrs(copy.deepcopy(model), 0.5)
     assert count_parameters(uni)["targets"] <= dense // 2
     assert all(r["params"] <= 0.5 * r["dense"] for r in uni.uniform_allocation_)
+
+
+def _correlated_layer(rows=48, columns=64, tokens=512, seed=0):
+    """A weight and inputs whose features have unequal scales and correlations (where the
+    Hessian matters)."""
+    g = torch.Generator().manual_seed(seed)
+    mix = torch.randn(columns, columns, generator=g, dtype=torch.float64)
+    scales = torch.logspace(-1, 1, columns, dtype=torch.float64)
+    X = (mix * scales) @ torch.randn(columns, tokens, generator=g, dtype=torch.float64)
+    W = torch.randn(rows, columns, generator=g, dtype=torch.float64)
+    return W, X, 2 * X @ X.T / tokens
+
+
+def test_sparsegpt_beats_magnitude_and_wanda_on_one_layer():
+    W, X, H = _correlated_layer()
+    pruned, info = sparsegpt_prune_weight(W, H, 0.5, blocksize=16)
+
+    def error(w):
+        return float(((W - w) @ X).pow(2).sum())
+
+    k = W.numel() // 2
+    magnitude = W.clone().reshape(-1)
+    magnitude[W.abs().reshape(-1).topk(k, largest=False).indices] = 0
+    wanda_score = W.abs() * X.norm(dim=1)[None, :]
+    wanda = W.clone().scatter_(1, wanda_score.topk(W.shape[1] // 2, 1, largest=False).indices, 0)
+    assert error(pruned) < 0.5 * error(magnitude.reshape(W.shape))
+    assert error(pruned) < 0.5 * error(wanda)
+    # the summed OBS errors are the exact quadratic loss under the damped Hessian
+    damped = H + 0.01 * H.diagonal().mean() * torch.eye(H.shape[0], dtype=H.dtype)
+    delta = pruned - W
+    quadratic = 0.5 * float(torch.einsum("ij,jk,ik->", delta, damped, delta))
+    assert info["loss"] == pytest.approx(quadratic, rel=1e-8)
+    assert info["blocks"] == 4 and info["hessian_size"] == 64 * 64 and info["sparsity"] == 0.5
+
+
+@pytest.mark.parametrize("sparsity", [0.3, 0.5, 0.7])
+def test_sparsegpt_sparsity_per_block_and_none_at_zero(sparsity):
+    W, _, H = _correlated_layer(rows=10, columns=40, tokens=200, seed=1)
+    pruned, info = sparsegpt_prune_weight(W, H, sparsity, blocksize=16)
+    for start in range(0, 40, 16):
+        block = pruned[:, start : start + 16]
+        assert int((block == 0).sum()) == int(sparsity * block.numel())  # blocks of 16, 16, 8
+    assert info["blocks"] == 3
+    unchanged, info0 = sparsegpt_prune_weight(W.float(), H.float(), 0.0)
+    assert torch.allclose(unchanged, W.float(), atol=1e-6) and info0["loss"] == 0.0
+    two_four, _ = sparsegpt_prune_weight(W, H, None, prunen=2, prunem=4, blocksize=8)
+    assert ((two_four.reshape(10, 10, 4) == 0).sum(-1) == 2).all()
+
+
+def test_sparsegpt_obs_step_is_the_least_squares_solution():
+    g = torch.Generator().manual_seed(2)
+    X = torch.randn(5, 40, generator=g, dtype=torch.float64)
+    X[1] += 0.8 * X[0]  # correlated with the pruned input, so the others must compensate
+    W = torch.tensor([[0.01, 1.0, -2.0, 0.5, 1.5]], dtype=torch.float64)
+    H = 2 * X @ X.T / X.shape[1]
+    pruned, _ = sparsegpt_prune_weight(W, H, 0.2, percdamp=0.0)  # one weight: w_0, the smallest
+    assert pruned[0, 0] == 0
+    rest = torch.linalg.lstsq(X[1:].T, (W @ X).T).solution.T  # min ||W X - (0, w') X||
+    assert torch.allclose(pruned[:, 1:], rest, atol=1e-10)
+    obs = W[:, 1:] - W[0, 0] / torch.linalg.inv(H)[0, 0] * torch.linalg.inv(H)[0, 1:]
+    assert torch.allclose(pruned[:, 1:], obs, atol=1e-10)
+
+
+def test_sparsegpt_hessian_and_dead_inputs():
+    layer = nn.Linear(6, 3)
+    gpt = SparseGPT(layer)
+    before = layer.weight.detach().clone()
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(2, 5, 6, generator=g), torch.randn(4, 6, generator=g)
+    a[..., 2] = 0.0
+    b[:, 2] = 0.0
+    gpt.add_batch(a).add_batch(b)  # 2 + 1 samples
+    x = torch.cat([a.reshape(-1, 6), b])
+    assert gpt.n_samples == 3
+    assert torch.allclose(gpt.hessian, 2 * x.T @ x / 3, atol=1e-5)
+    pruned = gpt.prune(0.5)
+    assert (pruned[:, 2] == 0).all() and gpt.info_["dead_columns"] == 1
+    assert torch.equal(layer.weight, before)  # prune does not write
+    assert int((pruned == 0).sum()) == 9
+
+
+def test_sparsegpt_model_is_sequential_and_beats_magnitude():
+    model = _llama()
+    calib = _calib(n=8)
+    pruned = sparsegpt_prune(copy.deepcopy(model), calib, 0.5)
+    dense = count_parameters(model)["dense_targets"]
+    assert count_parameters(pruned)["targets"] == dense // 2
+    stats = pruned.sparsegpt_stats_
+    assert len(stats["modules"]) == 14 and stats["block_forwards"] == 2 * 2
+    assert stats["columns_processed"] == 2 * (6 * 32 + 64)
+    # layer 1's Hessians come from the inputs of the already-pruned layer 0
+    seen = []
+    hook = pruned.model.layers[1].self_attn.q_proj.register_forward_pre_hook(
+        lambda m, args: seen.append(args[0])
+    )
+    with torch.no_grad():
+        pruned(input_ids=calib)
+    hook.remove()
+    gpt = SparseGPT(model.model.layers[1].self_attn.q_proj).add_batch(seen[0])
+    expected = gpt.prune(0.5)
+    assert torch.allclose(pruned.model.layers[1].self_attn.q_proj.weight, expected, atol=1e-5)
+    reference = _logits(model, calib)
+
+    def error(m):
+        return float((_logits(m, calib) - reference).pow(2).mean())
+
+    assert error(pruned) < error(magnitude_prune(copy.deepcopy(model), 0.5))
+    same = sparsegpt_prune(copy.deepcopy(model), calib, 0.0, true_sequential=True)
+    assert torch.allclose(_logits(same, calib), reference, atol=1e-5)
+    assert same.sparsegpt_stats_["block_forwards"] == 2 * 5
+
+
+def test_sparsegpt_failure_restores_every_weight(monkeypatch):
+    from iclr26.llm.lrs_compression import sparsegpt as sparsegpt_module
+
+    model = _llama()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    calls = {"n": 0}
+    original = sparsegpt_module.SparseGPT.prune
+
+    def failing_prune(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 9:  # inside the second block, after the first one was written
+            raise RuntimeError("simulated failure while pruning")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(sparsegpt_module.SparseGPT, "prune", failing_prune)
+    with pytest.raises(RuntimeError, match="simulated"):
+        sparsegpt_prune(model, _calib(), 0.5)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
 @pytest.mark.parametrize("name", ["synthetic-redundancy", "cap-vs-wanda", "global-vs-uniform"])

@@ -4,7 +4,7 @@ Robust PCA (inexact ALM) splits every linear weight into low-rank + sparse candi
 REINFORCE-trained Bernoulli allocator with a projection onto one global parameter budget, and a
 cost-aware global top-K, decide which singular triplets and sparse entries every matrix keeps;
 the kept parts become :class:`LowRankSparseLinear` modules. Baselines: Wanda, magnitude pruning,
-uniform low-rank + sparse and uniform SVD at the same parameter count.
+SparseGPT, uniform low-rank + sparse and uniform SVD at the same parameter count.
 """
 
 from iclr26.llm.lrs_compression.allocator import (
@@ -26,6 +26,7 @@ from iclr26.llm.lrs_compression.compressor import OBJECTIVES, CAPCompressor, all
 from iclr26.llm.lrs_compression.layers import LowRankSparseLinear
 from iclr26.llm.lrs_compression.rpca import rpca, shrink, singular_value_threshold
 from iclr26.llm.lrs_compression.serialization import load_compressed, save_compressed
+from iclr26.llm.lrs_compression.sparsegpt import SparseGPT, sparsegpt_prune, sparsegpt_prune_weight
 from iclr26.llm.lrs_compression.targets import (
     DEFAULT_TARGETS,
     count_parameters,
@@ -39,6 +40,7 @@ __all__ = [
     "LowRankSparseLinear",
     "ProbabilisticAllocator",
     "RPCACandidates",
+    "SparseGPT",
     "activation_norms",
     "allocation_summary",
     "count_parameters",
@@ -52,6 +54,8 @@ __all__ = [
     "score_function_gradient",
     "shrink",
     "singular_value_threshold",
+    "sparsegpt_prune",
+    "sparsegpt_prune_weight",
     "svd_uniform",
     "uniform_allocation",
     "uniform_lrs",

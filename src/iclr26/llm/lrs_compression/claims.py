@@ -1,5 +1,6 @@
-"""Claim checks of CAP: against Wanda at equal parameters (C1), global against uniform
-allocation (C2), and the allocator's detection of redundancy on synthetic matrices (C3)."""
+"""Claim checks of CAP: against Wanda at equal parameters (C1, SparseGPT reported beside it),
+global against uniform allocation (C2), and the allocator's detection of redundancy on synthetic
+matrices (C3)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from iclr26.llm.lrs_compression.baselines import (
 )
 from iclr26.llm.lrs_compression.candidates import RPCACandidates
 from iclr26.llm.lrs_compression.compressor import CAPCompressor, allocation_summary
+from iclr26.llm.lrs_compression.sparsegpt import sparsegpt_prune
 from iclr26.llm.lrs_compression.targets import count_parameters, linear_flops_per_token
 
 PAPER = "lrs_compression"
@@ -133,8 +135,9 @@ _EXPERIMENTS: dict[tuple, dict[str, Any]] = {}
 
 
 def _experiment(ctx: Context) -> dict[str, Any]:
-    """Dense, CAP (per seed), its no-step ablation, Wanda (per seed), magnitude, uniform SVD and
-    uniform low-rank + sparse, all at ratio 0.5 on one model; shared by C1 and C2."""
+    """Dense, CAP (per seed), its no-step ablation, Wanda and SparseGPT (per seed, on CAP's
+    calibration set), magnitude, uniform SVD and uniform low-rank + sparse, all at ratio 0.5 on
+    one model; shared by C1 and C2."""
     cfg = _settings(ctx)
     device = ctx.device
     model, train, test, model_name = _model_and_streams(ctx)
@@ -159,7 +162,7 @@ def _experiment(ctx: Context) -> dict[str, Any]:
     out["dense"].update(_throughput(ctx, model, time_ids, device))
 
     seeds = [ctx.seed + i for i in range(cfg["n_seeds"])]
-    out["cap"], out["wanda"] = [], []
+    out["cap"], out["wanda"], out["sparsegpt"] = [], [], []
     cap = None
     for j, seed in enumerate(seeds):
         rng = np.random.default_rng(seed)
@@ -211,6 +214,14 @@ def _experiment(ctx: Context) -> dict[str, Any]:
         if j == 0:
             wrow.update(_throughput(ctx, pruned, time_ids, device))
         out["wanda"].append(wrow)
+        del pruned
+        ctx.report(base + 0.7 / len(seeds), f"seed {seed}: SparseGPT")
+        pruned = sparsegpt_prune(copy.deepcopy(model), calib, ratio)
+        srow = {"seed": seed, **_evaluate(pruned, windows, device), **count_parameters(pruned)}
+        stats = pruned.sparsegpt_stats_
+        for k in ("columns_processed", "hessian_entries", "block_forwards", "loss"):
+            srow[f"sparsegpt_{k}"] = stats[k]
+        out["sparsegpt"].append(srow)
         del pruned
     # ablation: the same pools and budget, zero allocator steps (initial probabilities + top-K)
     assert cap is not None
@@ -327,6 +338,20 @@ def cap_vs_wanda(ctx: Context) -> Result:
         "svd_uniform": _summary(exp["svd_uniform"]),
         "cap_no_steps": _summary(exp["cap_no_steps"]),
     }
+    sgpts = exp.get("sparsegpt", [])
+    if sgpts:  # reported beside the criterion, which compares CAP with Wanda only
+        gap_sgpt = _mean(sgpts, "ppl") - dense["ppl"]
+        baseline["sparsegpt"] = {
+            **_summary(sgpts[0]),
+            "ppl": _mean(sgpts, "ppl"),
+            "ppl_std": _std(sgpts, "ppl"),
+            "ppl_per_seed": [r["ppl"] for r in sgpts],
+            "next_token_acc": _mean(sgpts, "next_token_acc"),
+            "gap": gap_sgpt,
+            "gap_vs_wanda": gap_sgpt / gap_wanda if gap_wanda > 0 else math.inf,
+            "gap_cap_vs_sparsegpt": gap_cap / gap_sgpt if gap_sgpt > 0 else math.inf,
+            **{k: v for k, v in sgpts[0].items() if k.startswith("sparsegpt_")},
+        }
     same_params = metrics["params_targets"] <= baseline["wanda"]["targets"]
     result = Result.judge(
         metrics=metrics,
@@ -338,17 +363,19 @@ def cap_vs_wanda(ctx: Context) -> Result:
     )
     try:
         plt = _plt()
-        names = ["dense", "CAP", "CAP 0 steps", "Wanda", "magnitude", "SVD"]
+        names = ["dense", "CAP", "CAP 0 steps", "Wanda", "SparseGPT", "magnitude", "SVD"]
         values = [
             dense["ppl"],
             metrics["ppl"],
             exp["cap_no_steps"]["ppl"],
             baseline["wanda"]["ppl"],
+            baseline.get("sparsegpt", {}).get("ppl", math.nan),
             exp["magnitude"]["ppl"],
             exp["svd_uniform"]["ppl"],
         ]
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        ax.bar(names, values, color=["grey", "C0", "C9", "C1", "C2", "C3"])
+        fig, ax = plt.subplots(figsize=(6.8, 3.2))
+        ax.bar(names, values, color=["grey", "C0", "C9", "C1", "C4", "C2", "C3"])
+        ax.tick_params(axis="x", labelsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("test perplexity")
         needed = dense["ppl"] + 0.80 * (baseline["wanda"]["ppl"] - dense["ppl"])
