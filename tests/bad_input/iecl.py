@@ -14,6 +14,7 @@ from iclr26.vision.iecl import (
     IECLWrapper,
     InfoNCELoss,
     LearnableEntropyTransform,
+    MoCo,
     SimCLR,
     TwoViewFramework,
     coding_rate,
@@ -21,6 +22,7 @@ from iclr26.vision.iecl import (
     histogram_entropy,
     incremental_entropy,
     make_framework,
+    queue_infonce,
     train_ssl,
 )
 
@@ -49,6 +51,10 @@ def _simclr():
 
 def _iecl():
     return IECL(TinyConvNet(width=4, out_dim=8, stride=8), 8, proj_dim=4)
+
+
+def _moco(**kwargs):
+    return MoCo(TinyConvNet(width=4, out_dim=8, stride=8), 8, proj_dim=4, **kwargs)
 
 
 CASES = [
@@ -180,7 +186,14 @@ CASES = [
     ("IECL", "range", lambda: IECL(ENC, 8, beta_reg=-0.1), ValueError, "beta_reg"),
     ("IECL", "range", lambda: IECL(ENC, 8, lam_entropy=NAN), ValueError, "lam_entropy"),
     ("IECL", "range", lambda: IECL(ENC, 8, transform_warmup=1.0), ValueError, "transform_warmup"),
-    ("IECL", "other", lambda: IECL(ENC, 8, base="moco"), ValueError, "base"),
+    ("IECL", "other", lambda: IECL(ENC, 8, base="swav"), ValueError, "base"),
+    (
+        "IECL",
+        "range",
+        lambda: IECL(ENC, 8, base="moco", temperature=0.0),
+        ValueError,
+        "temperature",
+    ),
     ("IECL", "other", lambda: IECL(ENC, 8, reg_mode="volume"), ValueError, "mode"),
     ("IECL", "type", lambda: IECL(ENC, 8, transform="noise"), TypeError, "transform"),
     ("IECL", "other", lambda: IECL(NoDim()), TypeError, "embed_dim"),
@@ -253,7 +266,59 @@ CASES = [
         ValueError,
         "backbone",
     ),
-    ("make_framework", "other", lambda: make_framework("moco"), ValueError, "method"),
+    ("make_framework", "other", lambda: make_framework("swav"), ValueError, "method"),
+    (
+        "make_framework",
+        "range",
+        lambda: make_framework("moco", momentum=1.0),
+        ValueError,
+        "momentum",
+    ),
+    ("MoCo", "type", lambda: MoCo("resnet18", 8), TypeError, "encoder"),
+    ("MoCo", "other", lambda: MoCo(NoDim()), TypeError, "embed_dim"),
+    ("MoCo", "range", lambda: MoCo(ENC, 8, temperature=0.0), ValueError, "temperature"),
+    ("MoCo", "range", lambda: MoCo(ENC, 8, temperature=-0.2), ValueError, "temperature"),
+    ("MoCo", "nan", lambda: MoCo(ENC, 8, temperature=NAN), ValueError, "temperature"),
+    ("MoCo", "range", lambda: MoCo(ENC, 8, momentum=1.0), ValueError, "momentum"),
+    ("MoCo", "range", lambda: MoCo(ENC, 8, momentum=-0.1), ValueError, "momentum"),
+    ("MoCo", "nan", lambda: MoCo(ENC, 8, momentum=NAN), ValueError, "momentum"),
+    ("MoCo", "range", lambda: MoCo(ENC, 8, queue_size=0), ValueError, "queue_size"),
+    ("MoCo", "type", lambda: MoCo(ENC, 8, queue_size=16.5), TypeError, "queue_size"),
+    ("MoCo", "type", lambda: MoCo(ENC, 8, symmetric="yes"), TypeError, "symmetric"),
+    ("MoCo", "range", lambda: MoCo(ENC, 8, hidden_dim=0), ValueError, "hidden_dim"),
+    # the queue must be a whole number of batches of keys, and at least one batch
+    ("MoCo", "range", lambda: _moco(queue_size=6).training_step(X), ValueError, "queue_size"),
+    ("MoCo", "range", lambda: _moco(queue_size=2).training_step(X), ValueError, "queue_size"),
+    (
+        "MoCo",
+        "range",
+        lambda: _moco(queue_size=4, symmetric=True).training_step(X),
+        ValueError,
+        "queue_size",
+    ),
+    (
+        "MoCo",
+        "range",
+        lambda: IECLWrapper(_moco(queue_size=6)).training_step(X),
+        ValueError,
+        "queue_size",
+    ),
+    ("MoCo", "nan", lambda: _moco(queue_size=8).training_step(X_NAN), ValueError, "x"),
+    ("MoCo", "shape", lambda: _moco(queue_size=8).training_step(X_RANK3), ValueError, "x"),
+    ("MoCo", "shape", lambda: _moco(queue_size=8).enqueue(Z), ValueError, "keys"),
+    ("queue_infonce", "shape", lambda: queue_infonce(Z, Z[:3], Z), ValueError, "k"),
+    ("queue_infonce", "shape", lambda: queue_infonce(Z, Z, Z[:, :2]), ValueError, "queue"),
+    ("queue_infonce", "empty", lambda: queue_infonce(Z, Z, Z[:0]), ValueError, "queue"),
+    ("queue_infonce", "nan", lambda: queue_infonce(Z * NAN, Z, Z), ValueError, "q"),
+    ("queue_infonce", "inf", lambda: queue_infonce(Z, Z, Z * INF), ValueError, "queue"),
+    (
+        "queue_infonce",
+        "range",
+        lambda: queue_infonce(Z, Z, Z, temperature=0.0),
+        ValueError,
+        "temperature",
+    ),
+    ("queue_infonce", "type", lambda: queue_infonce(Z.numpy(), Z, Z), TypeError, "q"),
     ("make_framework", "range", lambda: make_framework("simclr", width=0), ValueError, "width"),
     ("train_ssl", "type", lambda: train_ssl(object(), ARR, 1), TypeError, "model"),
     ("train_ssl", "range", lambda: train_ssl(_simclr(), ARR, 0), ValueError, "steps"),

@@ -17,7 +17,8 @@ from iclr26.vision.iecl.entropy import (
     incremental_entropy,
 )
 from iclr26.vision.iecl.extractor import IECLFeatureExtractor, make_framework, train_ssl
-from iclr26.vision.iecl.losses import InfoNCELoss
+from iclr26.vision.iecl.losses import InfoNCELoss, queue_infonce
+from iclr26.vision.iecl.moco import MoCo
 from iclr26.vision.iecl.model import IECL, IECLWrapper
 from iclr26.vision.iecl.regularizer import EntropyPreservingRegularizer, coding_rate
 from iclr26.vision.iecl.simclr import SimCLR, TwoViewFramework
@@ -32,6 +33,7 @@ __all__ = [
     "IECLWrapper",
     "InfoNCELoss",
     "LearnableEntropyTransform",
+    "MoCo",
     "SimCLR",
     "TwoViewFramework",
     "coding_rate",
@@ -39,5 +41,6 @@ __all__ = [
     "histogram_entropy",
     "incremental_entropy",
     "make_framework",
+    "queue_infonce",
     "train_ssl",
 ]

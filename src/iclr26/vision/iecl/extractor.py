@@ -1,6 +1,6 @@
 """Training loop and a scikit-learn front end for array data.
 
-:func:`train_ssl` runs any framework (``SimCLR``, ``BYOLLite``, ``IECL``...) for a fixed
+:func:`train_ssl` runs any framework (``SimCLR``, ``MoCo``, ``BYOLLite``, ``IECL``...) for a fixed
 number of steps on an image array and logs loss, Delta H and R. :class:`IECLFeatureExtractor`
 wraps it as a ``TransformerMixin``: ``fit(X)`` trains a fresh encoder self-supervised,
 ``transform(X)`` returns its frozen features.
@@ -20,7 +20,7 @@ from iclr26 import validation as V
 from iclr26.models.vision import TinyConvNet
 
 BACKBONES = ("tiny_cnn",)
-METHODS = ("iecl", "simclr", "byol", "iecl_byol")
+METHODS = ("iecl", "simclr", "byol", "iecl_byol", "moco", "iecl_moco")
 
 
 def _as_images(X, name: str = "X") -> np.ndarray:
@@ -75,8 +75,10 @@ def train_ssl(
 def make_framework(
     method: str, in_ch: int = 3, width: int = 32, out_dim: int = 64, seed: int = 0, **kwargs
 ):
-    """A fresh ``TinyConvNet(stride=8)`` encoder inside SimCLR / BYOL-lite / IE-CL."""
+    """A fresh ``TinyConvNet(stride=8)`` encoder inside SimCLR / MoCo / BYOL-lite / IE-CL
+    (``"iecl"`` on SimCLR, ``"iecl_byol"``, ``"iecl_moco"``)."""
     from iclr26.vision.iecl.byol import BYOLLite
+    from iclr26.vision.iecl.moco import MoCo
     from iclr26.vision.iecl.model import IECL
     from iclr26.vision.iecl.simclr import SimCLR
 
@@ -87,15 +89,18 @@ def make_framework(
         return SimCLR(encoder, out_dim, seed=seed, **kwargs)
     if method == "byol":
         return BYOLLite(encoder, out_dim, seed=seed, **kwargs)
-    base = "byol" if method == "iecl_byol" else "simclr"
+    if method == "moco":
+        return MoCo(encoder, out_dim, seed=seed, **kwargs)
+    base = {"iecl": "simclr", "iecl_byol": "byol", "iecl_moco": "moco"}[method]
     return IECL(encoder, out_dim, base=base, in_ch=in_ch, seed=seed, **kwargs)
 
 
 class IECLFeatureExtractor(TransformerMixin, BaseEstimator):
     """Self-supervised features for image arrays (n, 3, H, W) or (n, H, W) in [0, 1].
 
-    ``method`` is ``"iecl"`` (IE-CL on SimCLR, default), ``"simclr"``, ``"byol"`` or
-    ``"iecl_byol"``; ``epochs`` passes over the data at ``batch_size`` (or exactly ``steps``
+    ``method`` is ``"iecl"`` (IE-CL on SimCLR, default), ``"simclr"``, ``"byol"``,
+    ``"iecl_byol"``, ``"moco"`` or ``"iecl_moco"`` (MoCo's queue of 4096 needs a
+    ``batch_size`` dividing it); ``epochs`` passes over the data at ``batch_size`` (or exactly ``steps``
     steps when given)."""
 
     def __init__(

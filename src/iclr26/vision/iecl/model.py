@@ -9,8 +9,10 @@ is not trained), two alternating updates (*project instantiation* of the paper's
   framework's loss on the un-transformed pair and ``m`` the consistency margin; the hinge
   keeps the transformed view identifiable as its own positive.
 - encoder step: ``min_theta L(v1, A_phi(v2)) - beta * R(theta)`` with the entropy-preserving
-  regulariser R on the projections of both views (mean). The transformed view is the one
-  the transform step produced (before phi's update), detached, so A_phi runs once per batch.
+  regulariser R on the projections of both views (mean over those that carry gradient: the
+  queries only for asymmetric MoCo, whose keys come from the frozen key network). The
+  transformed view is the one the transform step produced (before phi's update), detached,
+  so A_phi runs once per batch.
 
 Gradients are routed explicitly: the transform step asks autograd only for phi's gradients
 (no ``.grad`` of theta is written), and the encoder step sees the transformed view detached.
@@ -24,11 +26,12 @@ from torch import nn
 from iclr26 import validation as V
 from iclr26.vision.iecl.byol import BYOLLite
 from iclr26.vision.iecl.entropy import ESTIMATORS, DescriptorProjection, incremental_entropy
+from iclr26.vision.iecl.moco import MoCo
 from iclr26.vision.iecl.regularizer import EntropyPreservingRegularizer
 from iclr26.vision.iecl.simclr import SimCLR, TwoViewFramework
 from iclr26.vision.iecl.transform import LearnableEntropyTransform
 
-BASES = ("simclr", "byol")
+BASES = ("simclr", "byol", "moco")
 
 
 class IECLWrapper(nn.Module):
@@ -51,7 +54,7 @@ class IECLWrapper(nn.Module):
         super().__init__()
         if not isinstance(base, TwoViewFramework):
             raise TypeError(
-                f"base must be a TwoViewFramework (SimCLR, BYOLLite, ...), got {type(base).__name__}"
+                f"base must be a TwoViewFramework (SimCLR, MoCo, BYOLLite, ...), got {type(base).__name__}"
             )
         self.base = base
         in_ch = V.check_int(in_ch, "in_ch", low=1)
@@ -75,6 +78,13 @@ class IECLWrapper(nn.Module):
         self._last_transformed: torch.Tensor | None = None
         self.opt_enc: torch.optim.Optimizer | None = None
         self.opt_tf: torch.optim.Optimizer | None = None
+
+    # -- the running loss L_bar travels in ``state_dict`` so a resumed run is identical
+    def get_extra_state(self) -> dict:
+        return {"loss_bar": self.loss_bar}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.loss_bar = state["loss_bar"]
 
     # -------------------------------------------------------------- optimisers
     def configure_optimizers(self, lr: float = 1e-3, lr_transform: float | None = None):
@@ -157,9 +167,12 @@ class IECLWrapper(nn.Module):
             v2_in = v2
         loss, z1, z2 = self.base.pair_loss(v1, v2_in)
         if self.regularizer.mode == "rate":
-            reg = 0.5 * (self.regularizer(z1) + self.regularizer(z2))
+            # averaged over the projections that carry gradient to theta: both views for
+            # SimCLR / BYOL, the queries only for asymmetric MoCo (its keys are frozen)
+            trained = [z for z in (z1, z2) if z.requires_grad] or [z1, z2]
+            reg = sum(self.regularizer(z) for z in trained) / len(trained)
         else:
-            z2_plain = self.base.embed(v2)
+            z2_plain = self.base.embed_second(v2)
             reg = self.regularizer(
                 z2, z_plain=z2_plain, delta_in=0.0 if delta_in is None else delta_in
             )
@@ -197,7 +210,8 @@ class IECLWrapper(nn.Module):
 
 
 class IECL(IECLWrapper):
-    """IE-CL on SimCLR (``base="simclr"``, the default) or BYOL-lite (``base="byol"``)."""
+    """IE-CL on SimCLR (``base="simclr"``, the default), MoCo v2 (``base="moco"``, its
+    default queue and momentum) or BYOL-lite (``base="byol"``)."""
 
     def __init__(
         self,
@@ -218,11 +232,12 @@ class IECL(IECLWrapper):
         seed: int = 0,
     ):
         V.check_choice(base, "base", BASES)
-        framework = (
-            SimCLR(encoder, feat_dim, proj_dim, temperature, seed=seed)
-            if base == "simclr"
-            else BYOLLite(encoder, feat_dim, proj_dim, seed=seed)
-        )
+        if base == "simclr":
+            framework = SimCLR(encoder, feat_dim, proj_dim, temperature, seed=seed)
+        elif base == "moco":
+            framework = MoCo(encoder, feat_dim, proj_dim, temperature, seed=seed)
+        else:
+            framework = BYOLLite(encoder, feat_dim, proj_dim, seed=seed)
         super().__init__(
             framework, transform, lam_entropy, beta_reg, consistency_margin, consistency_weight,
             estimator, reg_mode, transform_warmup, in_ch=in_ch,

@@ -53,9 +53,21 @@ class TwoViewFramework(nn.Module):
         self.proj_dim = V.check_int(proj_dim, "proj_dim", low=1)
         hidden_dim = V.check_int(hidden_dim, "hidden_dim", low=1)
         self.encoder = encoder
-        self.projector = mlp(self.feat_dim, hidden_dim, self.proj_dim)
+        self.projector = self.build_projector(self.feat_dim, hidden_dim, self.proj_dim)
         self.generator = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
         self.optimizer: torch.optim.Optimizer | None = None
+
+    def build_projector(self, feat_dim: int, hidden_dim: int, proj_dim: int) -> nn.Module:
+        """The projection head (SimCLR's Linear-BN-ReLU-Linear; subclasses may differ)."""
+        return mlp(feat_dim, hidden_dim, proj_dim)
+
+    # -- the augmentation generator travels in ``state_dict`` so a resumed run draws the
+    # same views (and the same transform noise) as an uninterrupted one
+    def get_extra_state(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
 
     # -- the interface IE-CL plugs into
     def views(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,11 +88,17 @@ class TwoViewFramework(nn.Module):
         """``(loss, z1, z2)`` of the framework's objective on two views."""
         raise NotImplementedError
 
+    def embed_second(self, v: torch.Tensor) -> torch.Tensor:
+        """The embedding ``pair_loss`` gives its *second* view (``z2``); the online
+        projection here, MoCo's key when its loss is asymmetric."""
+        return self.embed(v)
+
     def trainable_parameters(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]
 
     def after_step(self) -> None:
-        """Hook after each optimiser step (BYOL's target update)."""
+        """Hook after each optimiser step (BYOL's target update, MoCo's key update and
+        enqueue)."""
 
     # -- training
     def configure_optimizers(self, lr: float = 1e-3) -> torch.optim.Optimizer:
