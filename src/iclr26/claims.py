@@ -181,6 +181,17 @@ class Context:
             kwargs.setdefault("warmup", min(int(kwargs.get("warmup", 1)), 1))
         return timeit(fn, **kwargs)
 
+    def timeit_interleaved(
+        self, fns: Mapping[str, Callable[[], Any]], **kwargs: Any
+    ) -> dict[str, Timing]:
+        """:func:`timeit_interleaved` (the functions timed in rotating rounds, so that their
+        ratio is taken over the same load); at smoke scale two rounds and one warm-up unless
+        told otherwise."""
+        if self.scale is Scale.SMOKE:
+            kwargs.setdefault("repeat", 2)
+            kwargs.setdefault("warmup", min(int(kwargs.get("warmup", 1)), 1))
+        return timeit_interleaved(fns, **kwargs)
+
     def torch_generator(self, offset: int = 0):
         import torch
 
@@ -523,6 +534,81 @@ def timeit(
         wall_runs=wall_runs,
         value=value,
     )
+
+
+def timeit_interleaved(
+    fns: Mapping[str, Callable[[], Any]],
+    *,
+    repeat: int = 5,
+    number: int = 1,
+    warmup: int = 1,
+    threads: int | None = 1,
+    setup: Callable[[], Any] | None = None,
+    sync: Callable[[], Any] | None = None,
+) -> dict[str, Timing]:
+    """Time several functions against each other, as :func:`timeit` does each one, but in
+    ``repeat`` interleaved rounds: every round times each function once (``number`` calls),
+    and the order within a round rotates (round ``r`` starts at function ``r mod k``).
+
+    A ratio of two functions' times is then taken over the same stretches of machine load,
+    and no function is always the first (cold caches, allocator growth) or the last to run;
+    timing each function's repeats back to back instead lets a change of load between two
+    blocks of repeats decide the ratio. Returns one :class:`Timing` per name, in the order
+    given; every one carries the machine load before and after the whole measurement."""
+    if not isinstance(fns, Mapping) or not fns:
+        raise ValueError("fns must be a non-empty mapping of names to callables")
+    for name, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"fns[{name!r}] must be callable, got {type(fn).__name__}")
+    for arg, val, low in (("repeat", repeat, 1), ("number", number, 1), ("warmup", warmup, 0)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < low:
+            raise ValueError(f"{arg} must be an integer >= {low}, got {val!r}")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    names = list(fns)
+    cpu_runs: dict[str, list[float]] = {n: [] for n in names}
+    wall_runs: dict[str, list[float]] = {n: [] for n in names}
+    values: dict[str, Any] = dict.fromkeys(names)
+    with _pinned_threads(threads) as used:
+        load_before = machine_load()["load1"]
+        for _ in range(warmup):
+            for name in names:
+                if setup is not None:
+                    setup()
+                values[name] = fns[name]()
+        for r in range(repeat):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:
+                if setup is not None:
+                    setup()
+                c0, w0 = time.process_time(), time.perf_counter()
+                for _ in range(number):
+                    values[name] = fns[name]()
+                if sync is not None:
+                    sync()
+                c1, w1 = time.process_time(), time.perf_counter()
+                cpu_runs[name].append((c1 - c0) / number)
+                wall_runs[name].append((w1 - w0) / number)
+        load_after = machine_load()["load1"]
+    return {
+        name: Timing(
+            cpu_s=min(cpu_runs[name]),
+            wall_s=min(wall_runs[name]),
+            cpu_median_s=float(np.median(cpu_runs[name])),
+            wall_median_s=float(np.median(wall_runs[name])),
+            repeat=repeat,
+            number=number,
+            threads=used,
+            load_before=load_before,
+            load_after=load_after,
+            cpu_runs=cpu_runs[name],
+            wall_runs=wall_runs[name],
+            value=values[name],
+        )
+        for name in names
+    }
 
 
 class _pinned_threads:

@@ -153,6 +153,66 @@ def test_timeit_rejects_bad_arguments():
         timeit(None)
 
 
+def test_timeit_interleaved_rotates_the_order_and_reports_per_function_minima():
+    from iclr26.claims import timeit_interleaved
+
+    calls = []
+    fns = {k: (lambda k=k: calls.append(k) or k) for k in "abc"}
+    out = timeit_interleaved(fns, repeat=3, warmup=1, threads=1)
+    assert "".join(calls) == "abc" + "abc" + "bca" + "cab"
+    assert list(out) == ["a", "b", "c"]
+    for k, t in out.items():
+        assert t.value == k and t.repeat == 3 and len(t.cpu_runs) == 3
+        assert t.cpu_s == min(t.cpu_runs) and t.wall_s == min(t.wall_runs)
+
+
+def test_timeit_interleaved_ratio_survives_a_load_change_that_back_to_back_timing_does_not(
+    monkeypatch,
+):
+    """A fake clock: function "slow" costs 2 units, "fast" 1, and everything costs 3x as much
+    once the machine gets busy (after the first half of the timed calls). Back-to-back
+    repeats put all of "slow"'s runs before the change and all of "fast"'s after it, so
+    their ratio comes out 2/3; interleaved rounds see both under each load and the ratio of
+    minima is the true 2."""
+    import iclr26.claims as C
+
+    clock = {"t": 0.0, "calls": 0}
+    busy_after = {"n": 0}
+
+    def tick(cost):
+        def run():
+            clock["calls"] += 1
+            clock["t"] += cost * (3.0 if clock["calls"] > busy_after["n"] else 1.0)
+
+        return run
+
+    monkeypatch.setattr(C.time, "process_time", lambda: clock["t"])
+    monkeypatch.setattr(C.time, "perf_counter", lambda: clock["t"])
+    fns = {"slow": tick(2.0), "fast": tick(1.0)}
+    busy_after["n"] = 1 + 4 + 1  # the warm-up and the repeats of "slow" run before the change
+    back = {k: C.timeit(f, repeat=4, warmup=1, threads=None) for k, f in fns.items()}
+    assert back["slow"].cpu_s / back["fast"].cpu_s == 2.0 / 3.0
+    clock.update(t=0.0, calls=0)
+    busy_after["n"] = 2 + 4  # the warm-up round and half of the 8 timed calls
+    inter = C.timeit_interleaved(fns, repeat=4, warmup=1, threads=None)
+    assert inter["slow"].cpu_s / inter["fast"].cpu_s == 2.0
+    assert inter["slow"].cpu_median_s / inter["fast"].cpu_median_s == 2.0
+
+
+def test_timeit_interleaved_rejects_bad_arguments():
+    import pytest
+
+    from iclr26.claims import timeit_interleaved
+
+    with pytest.raises(ValueError, match="fns"):
+        timeit_interleaved({})
+    with pytest.raises(TypeError, match="fns\\['x'\\]"):
+        timeit_interleaved({"x": 3})
+    for kwargs in ({"repeat": 0}, {"number": 1.5}, {"warmup": -1}, {"threads": 0}):
+        with pytest.raises(ValueError, match=next(iter(kwargs))):
+            timeit_interleaved({"x": lambda: None}, **kwargs)
+
+
 def test_figures_get_a_title_and_a_threshold_mark(tmp_path):
     import matplotlib
 

@@ -8,6 +8,7 @@ mid-step (retried / clear error), and every claim at smoke scale."""
 from __future__ import annotations
 
 import itertools
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -209,6 +210,39 @@ def test_chunked_causal_attention_is_exact():
     for s, e in ((0, 11), (11, 19), (19, 30)):
         part = causal_attention(q[:, :, s:e], k[:, :, :e], v[:, :, :e], s)
         assert torch.allclose(part, full[:, :, s:e], atol=1e-6)
+
+
+def test_a_peer_error_inside_a_collective_is_reported_as_the_death_behind_it(monkeypatch):
+    """When worker 1 dies inside the all-reduce, worker 0's call fails with a connection
+    error, and that failure can be the first to arrive: the pipeline must still report
+    worker 1's death (so the step is retried), and re-raise an error that has no death
+    behind it."""
+    import ray
+    import ray.exceptions as E
+
+    from iclr26.rl.flexrl.pipeline import _Died, _RayPipeline
+
+    outcomes = {}
+
+    def fake_get(ref, timeout=None):
+        result = outcomes[ref]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    monkeypatch.setattr(ray, "wait", lambda pending, num_returns=1: (pending[:1], pending[1:]))
+    monkeypatch.setattr(ray, "get", fake_get)
+    gloo = E.RayTaskError("update", "tb", RuntimeError("gloo: connection reset by peer"))
+    pipe = types.SimpleNamespace(_find_death=_RayPipeline._find_death)
+    outcomes.update(a=gloo, b=E.RayActorError(), c=1.0)
+    with pytest.raises(_Died) as died:
+        _RayPipeline._gather(pipe, ["a", "b", "c"], "update")
+    assert (died.value.worker, died.value.stage) == (1, "update")
+    outcomes.update(b=2.0)  # nobody died: the task's own error is the error
+    with pytest.raises(E.RayTaskError):
+        _RayPipeline._gather(pipe, ["a", "b", "c"], "update")
+    outcomes.update(a=0.5)
+    assert _RayPipeline._gather(pipe, ["a", "b", "c"], "update") == [0.5, 2.0, 1.0]
 
 
 def test_response_mask_stops_after_eos():

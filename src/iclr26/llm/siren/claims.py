@@ -445,13 +445,27 @@ def _slug(objective: str) -> str:
     return objective.replace("+", "_")
 
 
-def _latency(ctx: Context, fn_per_prompt, prompts) -> tuple[float, float]:
-    """Median batch-1 wall and CPU seconds over ``prompts`` (one ``ctx.timeit`` each)."""
-    fn_per_prompt(prompts[0])  # warm-up
-    timings = [ctx.timeit(lambda p=p: fn_per_prompt(p), repeat=1, warmup=0) for p in prompts]
-    return float(np.median([t.wall_s for t in timings])), float(
-        np.median([t.cpu_s for t in timings])
-    )
+def _latency(ctx: Context, fns_per_prompt, prompts) -> dict[str, tuple[float, float]]:
+    """Median batch-1 wall and CPU seconds over ``prompts`` of each of ``fns_per_prompt``
+    (name -> function of one prompt): each prompt is one ``ctx.timeit_interleaved`` round of
+    every function (the first function goes first on even prompts, last on odd ones), so
+    that the functions are timed over the same stretches of machine load."""
+    for fn in fns_per_prompt.values():
+        fn(prompts[0])  # warm-up
+    runs = {name: [] for name in fns_per_prompt}
+    for i, p in enumerate(prompts):
+        names = list(fns_per_prompt)[:: 1 if i % 2 == 0 else -1]
+        timings = ctx.timeit_interleaved(
+            {name: (lambda f=fns_per_prompt[name], p=p: f(p)) for name in names},
+            repeat=1,
+            warmup=0,
+        )
+        for name, t in timings.items():
+            runs[name].append((t.wall_s, t.cpu_s))
+    return {
+        name: (float(np.median([w for w, _ in r])), float(np.median([c for _, c in r])))
+        for name, r in runs.items()
+    }
 
 
 @claim(
@@ -487,10 +501,15 @@ def _c2_internalised_reasoning(ctx: Context) -> Result:
     ctx.report(0.8, "batch-1 latency")
     lat_prompts = prompts[: s["latency_n"]]
     ao_model = pipe.internalised("ha")
-    ao_wall, ao_cpu = _latency(ctx, lambda p: ao_digit_probs(ao_model, pipe.tok, [p]), lat_prompts)
-    cot_wall, cot_cpu = _latency(
-        ctx, lambda p: generate_cot(teacher, pipe.tok, [p], s["max_new"]), lat_prompts
+    latency = _latency(
+        ctx,
+        {
+            "ao": lambda p: ao_digit_probs(ao_model, pipe.tok, [p]),
+            "cot": lambda p: generate_cot(teacher, pipe.tok, [p], s["max_new"]),
+        },
+        lat_prompts,
     )
+    (ao_wall, ao_cpu), (cot_wall, cot_cpu) = latency["ao"], latency["cot"]
     prompt_tokens = pipe.prompt_tokens("sketch")
     suffix = len(pipe.tok.encode(AO_SUFFIX, add_special_tokens=False))
     metrics = {

@@ -202,7 +202,30 @@ class _RayPipeline(abc.ABC):
                 out[index[ready[0]]] = ray.get(ready[0])
             except ray.exceptions.RayActorError:
                 raise _Died(index[ready[0]], stage) from None
+            except ray.exceptions.RayTaskError:
+                # when a worker dies inside a collective (the sequence-parallel all-reduce),
+                # its peers' calls fail too, with a connection error that may arrive before
+                # the death is reported: the death is the cause, so look for it first
+                died = self._find_death(pending, index)
+                if died is not None:
+                    raise _Died(died, stage) from None
+                raise
         return out
+
+    @staticmethod
+    def _find_death(pending: list, index: dict, timeout_s: float = 60.0) -> int | None:
+        """The rank of the first worker among ``pending`` whose call ended in its death, or
+        ``None`` when every call finished or failed otherwise within ``timeout_s``."""
+        import ray
+
+        for ref in pending:
+            try:
+                ray.get(ref, timeout=timeout_s)
+            except ray.exceptions.RayActorError:
+                return index[ref]
+            except Exception:  # noqa: BLE001 - any other outcome is not a death
+                continue
+        return None
 
     # ------------------------------------------------------------------ planning
     def _validate_batch(self, batch) -> list[MediaSample]:
@@ -259,8 +282,10 @@ class _RayPipeline(abc.ABC):
         self.history.append(stats)
         return stats
 
-    def _load(self, step, plan, batch, next_batch) -> tuple[float, int, int]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _load(self, step, plan, batch, next_batch) -> tuple[int, int]:
+        """Move ``batch``'s media to the workers ``plan`` places it on; returns the data and
+        control bytes sent."""
 
     def _step(self, batch: list[MediaSample], next_batch) -> dict:
         step, W, G = self.steps_done, self.n_workers, self.grpo.group_size

@@ -238,8 +238,9 @@ def _flops(model, x: torch.Tensor) -> float:
     criterion=(
         "inference on a batch of images, 5 tasks' components allocated; reproduced iff the "
         "counted backbone passes per image are 1 for SMoPE and 2 for L2P-lite and CODA-P-lite, "
-        "SMoPE's FLOPs <= 0.6x and its CPU time per image <= 0.75x each of theirs (ctx.timeit, "
-        "one thread, minimum), and its prompt parameters <= 0.5x CODA-P-lite's"
+        "SMoPE's FLOPs <= 0.6x and its CPU time per image <= 0.75x each of theirs "
+        "(ctx.timeit_interleaved, one thread, minimum), and its prompt parameters <= 0.5x "
+        "CODA-P-lite's"
     ),
     headline=("cpu_ratio_vs_coda", "params_ratio_vs_coda"),
     exclusive=True,
@@ -257,14 +258,19 @@ def one_pass_fewer_params(ctx: Context) -> Result:
             model.begin_task(np.arange(4 * t, 4 * t + 4))
             model.end_task(x[:4] if isinstance(model, SMoPE) else None)
         models[method] = model.eval()
+    # the four methods timed in interleaved rounds (ctx.timeit_interleaved), so that no
+    # method is always timed first or under a different stretch of machine load
+    with torch.no_grad():
+        timings = ctx.timeit_interleaved(
+            {method: (lambda m=model: m(x)) for method, model in models.items()},
+            repeat=ctx.pick(smoke=2, quick=7, full=9),
+            threads=1,
+        )
     measured = {}
     for method, model in models.items():
         with torch.no_grad(), PassCounter(vit) as counter:
             model(x)
-        with torch.no_grad():
-            timing = ctx.timeit(
-                lambda m=model: m(x), repeat=ctx.pick(smoke=2, quick=7, full=9), threads=1
-            )
+        timing = timings[method]
         flops = _flops(model, x)
         timing.count(passes_per_image=counter.per_image(n_img), flops_per_image=flops / n_img)
         measured[method] = {
