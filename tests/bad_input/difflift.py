@@ -5,6 +5,7 @@ import numpy as np
 import torch
 
 from iclr26.nn.difflift import (
+    DCM,
     AcceptanceHead,
     CellLifter,
     CWNLite,
@@ -18,8 +19,10 @@ from iclr26.nn.difflift import (
     UniGCNLite,
     accuracy,
     collate,
+    entmax15,
     from_networkx,
     gumbel_size_mask,
+    induced_cycles,
     lift_static,
     make_cell_heterophily,
     make_clique_vote,
@@ -341,10 +344,35 @@ CASES += [
     ),
 ]
 
+
+def _nan_batch():
+    b = _batch()
+    b.x[0, 0] = NAN
+    return b
+
+
+CASES += [
+    ("DCM", "range", lambda: DCM(4, max_polygon=2), ValueError, "max_polygon"),
+    ("DCM", "range", lambda: DCM(4, gamma=0.0), ValueError, "gamma"),
+    ("DCM", "range", lambda: DCM(4, graph_loss_reg=NAN), ValueError, "graph_loss_reg"),
+    ("DCM", "type", lambda: DCM(4, use_input_graph="yes"), TypeError, "use_input_graph"),
+    ("DCM", "shape", lambda: DCM(7)(_batch()), ValueError, "in_dim"),
+    ("DCM", "nan", lambda: DCM(10)(_nan_batch()), ValueError, "batch.x"),
+    ("entmax15", "nan", lambda: entmax15(torch.tensor([0.0, NAN])), ValueError, "scores"),
+    ("entmax15", "inf", lambda: entmax15(torch.tensor([0.0, np.inf])), ValueError, "scores"),
+    ("entmax15", "empty", lambda: entmax15(torch.zeros(0)), ValueError, "scores"),
+    ("entmax15", "dtype", lambda: entmax15(torch.ones(3, dtype=torch.long)), TypeError, "scores"),
+    ("entmax15", "type", lambda: entmax15(np.ones(3)), TypeError, "scores"),
+    ("induced_cycles", "range", lambda: induced_cycles([[0, 5]], 3), ValueError, "edges"),
+    ("induced_cycles", "range", lambda: induced_cycles([[0, 1]], 2, 2), ValueError, "max_len"),
+    ("induced_cycles", "shape", lambda: induced_cycles([[0, 1, 2]], 3), ValueError, "edges"),
+]
+
 EXEMPT = {
     "karate_club": "takes no data; returns a fixed bundled graph",
     "GraphData": "a record dataclass; graphs are validated by from_networkx / make_graph",
     "GraphBatch": "a record dataclass built by collate, which validates its graphs",
     "LiftedComplex": "a record dataclass returned by the liftings; takes no user data",
     "straight_through": "a one-line autograd identity on tensors the liftings make",
+    "DCMComplex": "a record dataclass returned by DCM.infer; takes no user data",
 }

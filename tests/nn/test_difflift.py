@@ -428,3 +428,202 @@ def test_node_training_learns_a_toy_task_and_the_node_classifier_facade():
         est = DiffLiftNodeClassifier(lifting=lifting, hidden=8, epochs=2)
         est.fit(g, names, train_mask=train)
         assert set(est.predict(g)) <= {"a", "b", "c"}
+
+
+# ------------------------------------------------------------------ DCM (node-level baseline)
+
+
+def _entmax15_bisection(z: np.ndarray) -> np.ndarray:
+    """Reference 1.5-entmax: bisection on the threshold of sum([z/2 - tau]_+^2) = 1."""
+    x = z / 2.0
+    lo, hi = x.max() - 1.0, x.max()
+    for _ in range(200):
+        tau = (lo + hi) / 2
+        if (np.clip(x - tau, 0, None) ** 2).sum() > 1.0:
+            lo = tau
+        else:
+            hi = tau
+    return np.clip(x - (lo + hi) / 2, 0, None) ** 2
+
+
+def test_entmax15_matches_bisection_is_sparse_and_has_exact_gradients():
+    from iclr26.nn.difflift import entmax15
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(scale=3.0, size=(6, 9))
+    p = entmax15(torch.tensor(z)).numpy()
+    for row, want in zip(p, map(_entmax15_bisection, z)):
+        np.testing.assert_allclose(row, want, atol=1e-9)
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-12)
+    assert (p == 0).any() and (p > 0).any(1).all()
+    # along another axis, shift invariance, and a wide gap gives the arg-max one-hot
+    np.testing.assert_allclose(entmax15(torch.tensor(z.T), dim=0).numpy(), p.T, atol=1e-12)
+    np.testing.assert_allclose(entmax15(torch.tensor(z + 7.0)).numpy(), p, atol=1e-9)
+    onehot = entmax15(torch.tensor([[0.0, 10.0, 1.0]]))
+    assert torch.equal(onehot, torch.tensor([[0.0, 1.0, 0.0]]))
+    zt = torch.tensor(z[:2], requires_grad=True)
+    assert torch.autograd.gradcheck(entmax15, (zt,))
+    # the Jacobian diag(s) - s s^T / sum(s), s = sqrt(p) on the support, also where ties and a
+    # far outlier make other support sizes' thresholds degenerate (no NaN)
+    zt = torch.tensor([[0.0, 0.0, 0.0, -50.0]], requires_grad=True)
+    (grad,) = torch.autograd.grad(entmax15(zt)[0, 0], zt)
+    sq = np.sqrt(1 / 3)
+    np.testing.assert_allclose(grad[0].numpy(), [sq - sq / 3, -sq / 3, -sq / 3, 0.0], atol=1e-6)
+    with pytest.raises(ValueError, match="scores"):
+        entmax15(torch.tensor([[0.0, float("nan")]]))
+
+
+def test_induced_cycles_by_hand_and_against_brute_force():
+    from itertools import combinations
+
+    from iclr26.nn.difflift import induced_cycles
+
+    k4 = np.array(list(nx.complete_graph(4).edges))
+    assert induced_cycles(k4, 4) == [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]  # squares: chords
+    c4 = np.array(list(nx.cycle_graph(4).edges))
+    assert induced_cycles(c4, 4) == [[0, 1, 2, 3]]
+    c5 = np.array(list(nx.cycle_graph(5).edges))
+    assert induced_cycles(c5, 5, max_len=4) == [] and len(induced_cycles(c5, 5, 5)) == 1
+    house = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [2, 4], [3, 4]])
+    # the outer 5-cycle has the chord (2, 3): not induced, unlike in a cycle basis
+    assert induced_cycles(house, 5, max_len=5) == [[2, 3, 4], [0, 1, 2, 3]]
+    g = nx.gnp_random_graph(12, 0.35, seed=1)
+    edges = np.array(list(g.edges))
+    got = {frozenset(c) for c in induced_cycles(edges, 12, max_len=4)}
+    want = set()
+    for k in (3, 4):
+        for sub in combinations(range(12), k):
+            h = g.subgraph(sub)
+            if nx.is_connected(h) and all(d == 2 for _, d in h.degree):
+                want.add(frozenset(sub))
+    assert got == want and len(want) > 5
+    shuffled = edges[np.random.default_rng(0).permutation(len(edges))][:, ::-1]
+    assert induced_cycles(shuffled, 12) == induced_cycles(edges, 12)
+
+
+def _dcm(in_dim, **kw):
+    from iclr26.nn.difflift import DCM
+
+    torch.manual_seed(0)
+    return DCM(in_dim, hidden=16, n_classes=3, dropout=0.0, **kw)
+
+
+def test_dcm_latent_graph_follows_the_embedding_geometry():
+    model = _dcm(4)
+    # two tight clusters far apart: every inferred edge stays inside a cluster
+    rng = np.random.default_rng(0)
+    z = torch.tensor(
+        np.concatenate([rng.normal(0, 0.1, (6, 3)), rng.normal(5, 0.1, (6, 3))]),
+        dtype=torch.float32,
+    )
+    edges, w = model._infer_graph(z, torch.zeros(12, dtype=torch.long))
+    assert len(edges) and ((edges < 6).sum(1) != 1).all()
+    assert (edges[:, 0] < edges[:, 1]).all() and (w > 0).all() and (w <= 1).all()
+    # a very sharp scale keeps one neighbour per row: the union of nearest-neighbour pairs
+    with torch.no_grad():
+        model.edge_scale.gamma.fill_(1e4)
+    z = torch.randn(15, 3)
+    edges, _ = model._infer_graph(z, torch.zeros(15, dtype=torch.long))
+    d = torch.cdist(z, z).fill_diagonal_(float("inf"))
+    nn1 = {tuple(sorted((i, int(d[i].argmin())))) for i in range(15)}
+    assert {tuple(e) for e in edges.tolist()} == nn1
+    # two graphs in one batch are never joined
+    edges, _ = model._infer_graph(torch.randn(10, 3), torch.tensor([0] * 5 + [1] * 5))
+    assert ((edges < 5).sum(1) != 1).all()
+
+
+def test_dcm_complex_is_consistent_and_outputs_are_equivariant():
+    from iclr26.nn.difflift import induced_cycles
+
+    g, y = make_cell_heterophily(60, 3, seed=2)
+    model = _dcm(g.features().shape[1], gamma=5.0).eval()  # a denser latent graph
+    cx = model.infer(g)
+    edges = {tuple(e) for e in cx.edges.tolist()}
+    assert len(edges) == len(cx.edges) and all(a < b for a, b in edges)
+    assert cx.candidates == induced_cycles(cx.edges, 60, 4) and cx.candidates
+    for cyc in cx.candidates:
+        assert all(tuple(sorted(p)) in edges for p in zip(cyc, cyc[1:] + cyc[:1]))
+    torch.testing.assert_close(cx.polygon_prob.sum(), torch.tensor(1.0))
+    acc = cx.accepted_polygons()
+    assert 0 < len(acc) < len(cx.candidates)  # entmax keeps a sparse subset
+    assert (
+        torch.isfinite(cx.node_edge_logprob).all() and torch.isfinite(cx.node_polygon_logprob).all()
+    )
+    on_poly = {v for c in acc for v in c}
+    assert all((cx.node_polygon_logprob[v] < 0) == (v in on_poly) for v in range(60))
+    out = model(collate([g]))
+    assert out.shape == (60, 3)
+    perm = np.random.default_rng(0).permutation(60)
+    inv = np.argsort(perm)
+    pg = make_graph(g.x.numpy()[perm], inv[g.edges.numpy()])
+    torch.testing.assert_close(model(collate([pg])), out[perm], atol=1e-5, rtol=1e-5)
+
+
+def test_dcm_graph_loss_is_the_only_signal_into_the_inference_modules():
+    import torch.nn.functional as F
+
+    g, y = make_cell_heterophily(60, 3, seed=2)
+    model = _dcm(g.features().shape[1], gamma=5.0).train()
+    yt, mask = torch.as_tensor(y), torch.arange(60) % 2 == 0
+    logits = model(collate([g]))
+    F.cross_entropy(logits[mask], yt[mask]).backward(retain_graph=True)
+    for name, p in model.named_parameters():
+        seen = p.grad is not None and p.grad.abs().sum() > 0
+        assert seen == (name.split(".")[0] in ("pre", "node_net", "edge_net", "post")), name
+    model.zero_grad()
+    aux = model.auxiliary_loss(logits, yt, mask)
+    cx = model.last_complex
+    correct = (logits.argmax(1) == yt)[mask].float()
+    want = ((0.5 - correct) * (cx.node_edge_logprob[mask] + cx.node_polygon_logprob[mask])).mean()
+    torch.testing.assert_close(aux, want)
+    aux.backward()
+    for p in (model.dgm_embed.convs[0].lin.weight, model.edge_scale.gamma, model.poly_scale.gamma):
+        assert p.grad is not None and p.grad.abs().sum() > 0
+    torch.testing.assert_close(model._running_acc, 0.475 + 0.05 * correct)
+    with pytest.raises(ValueError, match="logits"):
+        model.auxiliary_loss(logits[:5], yt, mask)
+
+
+def test_dcm_learns_a_toy_task_and_validates_its_inputs():
+    from iclr26.nn.difflift import DCM
+
+    g, y = make_cell_heterophily(90, 3, seed=6, degree=1.0, signal=2.0)
+    train = np.random.default_rng(0).random(90) < 0.6
+    model = _dcm(g.features().shape[1])
+    train_node_classifier(model, g, y, train, epochs=40, lr=1e-2)
+    assert node_accuracy(model, g, y, train) > 0.9
+    assert node_accuracy(model, g, y, ~train) > 0.6  # chance is 1/3
+    for kw, name in [
+        ({"in_dim": 0}, "in_dim"),
+        ({"max_polygon": 2}, "max_polygon"),
+        ({"gamma": 0.0}, "gamma"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"graph_loss_reg": -1.0}, "graph_loss_reg"),
+        ({"use_input_graph": 1}, "use_input_graph"),
+    ]:
+        with pytest.raises((ValueError, TypeError), match=name):
+            DCM(**{"in_dim": 4, **kw})
+    with pytest.raises(ValueError, match="in_dim"):
+        DCM(in_dim=3)(collate([g]))
+    x = g.x.clone()
+    x[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        model(collate([make_graph(x.numpy(), g.edges.numpy())]))
+
+
+def test_dcm_gcn_layers_match_torch_geometric():
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.nn import GCNConv
+
+    from iclr26.nn.difflift.dcm import _GCNLayer
+
+    torch.manual_seed(0)
+    pairs = torch.tensor([[0, 1], [1, 2], [2, 3], [0, 2], [4, 5]])
+    x = torch.randn(7, 5)  # node 6 isolated
+    index = torch.cat([pairs, pairs.flip(1)]).t()
+    for loops in (True, False):
+        ours, ref = _GCNLayer(5, 3, self_loops=loops), GCNConv(5, 3, add_self_loops=loops)
+        with torch.no_grad():
+            ours.lin.weight.copy_(ref.lin.weight)
+            ours.bias.copy_(ref.bias)
+        torch.testing.assert_close(ours(x, pairs), ref(x, index))

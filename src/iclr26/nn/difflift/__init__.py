@@ -1,7 +1,8 @@
 """∂lift (DiffLift): differentiable lifting of graphs to cell complexes and hypergraphs for
 topological neural networks, for graph and node classification, with the static liftings it
-replaces."""
+replaces and the node-level baseline DCM."""
 
+from .dcm import DCM, DCMComplex, entmax15, induced_cycles
 from .graphs import (
     GraphBatch,
     GraphData,
@@ -47,6 +48,8 @@ __all__ = [
     "AcceptanceHead",
     "CWNLite",
     "CellLifter",
+    "DCM",
+    "DCMComplex",
     "DiffLift",
     "DiffLiftClassifier",
     "DiffLiftNodeClassifier",
@@ -60,8 +63,10 @@ __all__ = [
     "UniGCNLite",
     "accuracy",
     "collate",
+    "entmax15",
     "from_networkx",
     "gumbel_size_mask",
+    "induced_cycles",
     "karate_club",
     "lift_static",
     "make_cell_heterophily",

@@ -704,7 +704,8 @@ def train_node_classifier(
 ) -> list[float]:
     """Transductive node classification: full-batch Adam on the cross-entropy of the nodes in
     ``train_mask`` (a model built with ``task="node"``; the whole graph is seen, only the masked
-    labels are used). Returns the training loss per epoch."""
+    labels are used), plus the model's ``auxiliary_loss(logits, y, mask)`` where it has one
+    (:class:`DCM`'s graph loss). Returns the training loss per epoch."""
     _check_task(model, "node")
     g, y, mask = _check_node_targets(graph, y, train_mask)
     epochs = V.check_int(epochs, "epochs", low=1)
@@ -715,10 +716,17 @@ def train_node_classifier(
         model._generator = torch.Generator().manual_seed(seed + 1)
     batch = collate([g])
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    # a model with its own training signal (DCM's graph loss) adds it to the cross-entropy
+    extra = getattr(model, "auxiliary_loss", None)
+    if hasattr(model, "reset_auxiliary"):
+        model.reset_auxiliary()
     history = []
     for epoch in range(epochs):
         model.train()
-        loss = F.cross_entropy(model(batch)[mask], y[mask])
+        logits = model(batch)
+        loss = F.cross_entropy(logits[mask], y[mask])
+        if extra is not None:
+            loss = loss + extra(logits, y, mask)
         opt.zero_grad()
         loss.backward()
         opt.step()
