@@ -5,6 +5,8 @@ import numpy as np
 from iclr26.generative.vidd import (
     BestOfN,
     DDPOTrainer,
+    DDPPTrainer,
+    LogPartitionNet,
     MaskedDiffusionLM,
     MotifReward,
     RayRewardPool,
@@ -39,6 +41,30 @@ def _short_reward(seqs):
 
 
 CASES = [
+    ("DDPPTrainer", "range", lambda: DDPPTrainer(M, count_a, alpha=NAN), ValueError, "alpha"),
+    (
+        "DDPPTrainer",
+        "range",
+        lambda: DDPPTrainer(M, count_a, batch_size=8, buffer_size=4),
+        ValueError,
+        "buffer_size",
+    ),
+    (
+        "DDPPTrainer",
+        "range",
+        lambda: DDPPTrainer(M, count_a, masks_per_sample=0),
+        ValueError,
+        "masks_per_sample",
+    ),
+    ("DDPPTrainer", "type", lambda: DDPPTrainer(M, count_a, log_z="zero"), TypeError, "log_z"),
+    (
+        "DDPPTrainer",
+        "nan",
+        lambda: DDPPTrainer(M, _nan_reward, batch_size=2, steps=2).fit(epochs=1),
+        ValueError,
+        "reward_fn",
+    ),
+    ("LogPartitionNet", "range", lambda: LogPartitionNet(4, 8, d=30, heads=4), ValueError, "d"),
     ("MaskedDiffusionLM", "range", lambda: MaskedDiffusionLM(vocab=1), ValueError, "vocab"),
     ("MaskedDiffusionLM", "range", lambda: MaskedDiffusionLM(d=30, heads=4), ValueError, "d"),
     ("MaskedDiffusionLM", "range", lambda: MaskedDiffusionLM(dropout=NAN), ValueError, "dropout"),

@@ -8,6 +8,8 @@ import torch
 from iclr26.generative.vidd import (
     BestOfN,
     DDPOTrainer,
+    DDPPTrainer,
+    LogPartitionNet,
     MaskedDiffusionLM,
     MotifReward,
     RewardOracle,
@@ -138,7 +140,7 @@ def test_teacher_refresh_schedule_and_exact_query_count(tiny):
 
 def test_budget_is_never_exceeded(tiny):
     model, _ = tiny
-    for cls in (VIDDTrainer, DDPOTrainer, RWMLETrainer):
+    for cls in (VIDDTrainer, DDPOTrainer, RWMLETrainer, DDPPTrainer):
         tr = cls(model, count_a, batch_size=4, steps=4).fit(budget=100)
         assert tr.queries <= 100 and tr.queries + tr.queries_per_epoch > 100
     bon = BestOfN(model, count_a, n=8, steps=4)
@@ -164,6 +166,164 @@ def test_ddpo_improves_and_best_of_n_beats_pretrained(tiny):
     assert count_a(decode(tr.sample(256).numpy())).mean() > before
     best = BestOfN(model, count_a, n=8, steps=4).sample(64)
     assert count_a(decode(best.numpy())).mean() > before + 0.5
+
+
+class TableDenoiser(MaskedDiffusionLM):
+    """A denoiser that is a free table of logits per partially masked state (L = 2, vocab 2:
+    3 x 3 states), so that it can equal any mean-field posterior exactly."""
+
+    def __init__(self, logits):
+        super().__init__(vocab=2, length=2, d=4, layers=1, heads=1, seed=0)
+        self.table = torch.nn.Parameter(torch.as_tensor(logits, dtype=torch.float64).clone())
+
+    def forward(self, x_t):
+        self.forward_sequences += int(x_t.shape[0])
+        return torch.log_softmax(self.table[x_t[:, 0] * 3 + x_t[:, 1]], dim=-1)
+
+
+class TableLogZ(torch.nn.Module):
+    def __init__(self, values):
+        super().__init__()
+        self.values = torch.nn.Parameter(torch.as_tensor(values, dtype=torch.float64).clone())
+
+    def forward(self, x_t):
+        return self.values[x_t[:, 0] * 3 + x_t[:, 1]]
+
+
+# p_pre(x0) = prod_i p_i(x0_i) and r(x0) = sum_i f_i(x0_i): the tilted posterior
+# p_pre(x0|x_t) exp(r(x0)/alpha) / Z(x_t) is then mean-field at every x_t, in closed form
+P_PRE = torch.tensor([[0.7, 0.3], [0.4, 0.6]], dtype=torch.float64)
+F_REW = torch.tensor([[0.0, 1.5], [-0.5, 0.8]], dtype=torch.float64)
+ALPHA = 0.7
+
+
+def _states():
+    """Every (x0, x_t) pair: 4 clean sequences x 4 masking patterns."""
+    x0 = torch.tensor(list(itertools.product(range(2), repeat=2)))
+    masks = torch.tensor(list(itertools.product([False, True], repeat=2)))
+    x0 = x0.repeat_interleave(len(masks), 0)
+    m = masks.repeat(4, 1)
+    return x0, torch.where(m, torch.full_like(x0, 2), x0)
+
+
+def _tilted_tables():
+    tilt = P_PRE * torch.exp(F_REW / ALPHA)
+    z = tilt.sum(-1)  # per-position partition function
+    logits, log_z = torch.zeros(9, 2, 2, dtype=torch.float64), torch.zeros(9, dtype=torch.float64)
+    for a, b in itertools.product(range(3), repeat=2):
+        logits[a * 3 + b] = torch.log(tilt / z[:, None])
+        log_z[a * 3 + b] = sum(
+            torch.log(z[i]) if v == 2 else F_REW[i, v] / ALPHA for i, v in enumerate((a, b))
+        )
+    return logits, log_z
+
+
+def _ddpp_on_tables(student_logits, log_z):
+    pre = TableDenoiser(torch.log(P_PRE).expand(9, 2, 2))
+    tr = DDPPTrainer(pre, count_a, alpha=ALPHA, log_z=TableLogZ(log_z), batch_size=4, steps=2)
+    with torch.no_grad():
+        tr.model.table.copy_(student_logits)
+    return tr
+
+
+def test_ddpp_loss_and_gradient_vanish_exactly_at_the_tilted_posterior():
+    x0, x_t = _states()
+    reward = F_REW[0, x0[:, 0]] + F_REW[1, x0[:, 1]]
+    logits, log_z = _tilted_tables()
+    tr = _ddpp_on_tables(logits, log_z)
+    res = tr.residual(x0, x_t, reward)
+    assert float(res.detach().abs().max()) < 1e-12
+    res.pow(2).mean().backward()
+    assert float(tr.model.table.grad.abs().max()) < 1e-12
+    assert float(tr.log_z.values.grad.abs().max()) < 1e-12
+    # the pretrained model itself (the untilted posterior) is not a minimiser
+    tr = _ddpp_on_tables(torch.log(P_PRE).expand(9, 2, 2), log_z)
+    loss = tr.residual(x0, x_t, reward).pow(2).mean()
+    loss.backward()
+    assert float(loss.detach()) > 0.1 and float(tr.model.table.grad.abs().max()) > 1e-2
+
+
+def test_ddpp_minimiser_is_the_reward_tilted_posterior():
+    x0, x_t = _states()
+    reward = F_REW[0, x0[:, 0]] + F_REW[1, x0[:, 1]]
+    target, log_z_true = _tilted_tables()
+    tr = _ddpp_on_tables(torch.log(P_PRE).expand(9, 2, 2), torch.zeros(9))
+    params = [tr.model.table, tr.log_z.values]
+    opt = torch.optim.LBFGS(params, max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-14)
+
+    def closure():
+        opt.zero_grad()
+        loss = tr.residual(x0, x_t, reward).pow(2).mean()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    fully_masked = 2 * 3 + 2
+    q = torch.softmax(tr.model.table[fully_masked], -1)
+    assert torch.allclose(q, torch.softmax(target[fully_masked], -1), atol=1e-3)
+    assert float(tr.log_z.values[fully_masked].detach()) == pytest.approx(
+        float(log_z_true[fully_masked]), abs=1e-3
+    )
+
+
+def test_ddpp_queries_once_per_sample_and_replays_without_new_queries(tiny):
+    model, _ = tiny
+    tr = DDPPTrainer(model, count_a, batch_size=4, steps=4, buffer_size=10, updates_per_epoch=3)
+    tr.fit(epochs=5)
+    assert tr.queries == 5 * 4 == 5 * tr.queries_per_epoch
+    assert tr._buffer_x.shape == (10, 8) and tr._buffer_r.shape == (10,)
+    x = tr._buffer_x.numpy()
+    assert np.allclose(count_a(decode(x)), tr._buffer_r.numpy())  # stored rewards match
+    warm = DDPPTrainer(model, count_a, batch_size=4, steps=4, log_z_warmup=2, lr=1e-2)
+    before = [p.detach().clone() for p in warm.model.parameters()]
+    z_before = [p.detach().clone() for p in warm.log_z.parameters()]
+    warm.fit(epochs=2)  # warm-up: only log Z moves
+    assert all(torch.equal(a, b) for a, b in zip(before, warm.model.parameters(), strict=True))
+    assert not all(
+        torch.equal(a, b) for a, b in zip(z_before, warm.log_z.parameters(), strict=True)
+    )
+    warm.fit(epochs=1)
+    assert not all(torch.equal(a, b) for a, b in zip(before, warm.model.parameters(), strict=True))
+
+
+def test_ddpp_improves_reward_on_count_of_a(tiny):
+    model, _ = tiny
+    gen = torch.Generator().manual_seed(6)
+    before = count_a(decode(model.sample(256, 4, gen).numpy())).mean()
+    tr = DDPPTrainer(model, count_a, alpha=0.5, lr=1e-2, batch_size=32, steps=4,
+                     masks_per_sample=4, seed=3).fit(epochs=10)  # fmt: skip
+    after = count_a(decode(tr.sample(256).numpy())).mean()
+    assert after > before + 0.2
+
+
+def test_ddpp_rejects_bad_input(tiny):
+    model, _ = tiny
+    with pytest.raises(ValueError, match="alpha"):
+        DDPPTrainer(model, count_a, alpha=float("nan"))
+    with pytest.raises(ValueError, match="buffer_size"):
+        DDPPTrainer(model, count_a, batch_size=8, buffer_size=4)
+    with pytest.raises(ValueError, match="masks_per_sample"):
+        DDPPTrainer(model, count_a, masks_per_sample=0)
+    with pytest.raises(ValueError, match="log_z_lr"):
+        DDPPTrainer(model, count_a, log_z_lr=float("inf"))
+    with pytest.raises(ValueError, match="log_z_warmup"):
+        DDPPTrainer(model, count_a, log_z_warmup=-1)
+    with pytest.raises(TypeError, match="log_z"):
+        DDPPTrainer(model, count_a, log_z="zero")
+    with pytest.raises(TypeError, match="pretrained"):
+        DDPPTrainer(object(), count_a)
+    with pytest.raises(ValueError, match="reward_fn"):
+        DDPPTrainer(model, lambda s: [float("nan")] * len(s), batch_size=2, steps=2).fit(epochs=1)
+    tr = DDPPTrainer(model, count_a, batch_size=2, steps=2)
+    x0 = torch.zeros(2, 8, dtype=torch.long)
+    with pytest.raises(ValueError, match="x_t"):
+        tr.residual(x0, torch.ones(2, 8, dtype=torch.long), torch.zeros(2))
+    with pytest.raises(ValueError, match="reward"):
+        tr.residual(x0, x0, torch.tensor([0.0, float("nan")]))
+    with pytest.raises(ValueError, match="x0"):
+        tr.residual(x0[:, :5], x0[:, :5], torch.zeros(2))
+    with pytest.raises(ValueError, match="d"):
+        LogPartitionNet(4, 8, d=30, heads=4)
 
 
 def test_motif_reward_by_hand():

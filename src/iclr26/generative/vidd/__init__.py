@@ -1,6 +1,7 @@
 """VIDD: value-guided iterative distillation for reward-guided fine-tuning of (masked
 discrete) diffusion models, with the baselines best-of-N, DDPO, RW-MLE and standard
-fine-tuning, a synthetic regulatory-DNA task and reward-query counting."""
+fine-tuning, DDPP-LB (``DDPPTrainer`` with its ``LogPartitionNet``), a synthetic regulatory-DNA
+task and reward-query counting."""
 
 from iclr26.generative.vidd.diffusion import MaskedDiffusionLM
 from iclr26.generative.vidd.dna import (
@@ -17,6 +18,8 @@ from iclr26.generative.vidd.dna import (
 from iclr26.generative.vidd.trainers import (
     BestOfN,
     DDPOTrainer,
+    DDPPTrainer,
+    LogPartitionNet,
     RWMLETrainer,
     StandardFTTrainer,
     VIDDTrainer,
@@ -28,6 +31,8 @@ __all__ = [
     "ALPHABET",
     "BestOfN",
     "DDPOTrainer",
+    "DDPPTrainer",
+    "LogPartitionNet",
     "MaskedDiffusionLM",
     "MotifReward",
     "RWMLETrainer",

@@ -1,7 +1,8 @@
 """Claim checks of VIDD on the synthetic regulatory-DNA task: a masked diffusion model is
 pretrained on Markov-background sequences with planted motifs, then fine-tuned toward a
-non-differentiable motif-grammar reward by VIDD and by DDPO, RW-MLE, standard fine-tuning and
-best-of-N, every method spending the same number of reward-oracle queries.
+non-differentiable motif-grammar reward by VIDD and by DDPO, RW-MLE, DDPP (DDPP-LB), standard
+fine-tuning and best-of-N, every method spending the same number of reward-oracle queries.
+DDPP is reported beside the other baselines; no criterion reads it.
 
 C1 reward, C2 stability, C3 diversity, C4 naturalness. The four claims read one shared
 experiment (same data, seeds and budgets), stored in the package cache keyed by the room's
@@ -27,13 +28,15 @@ from iclr26.generative.vidd.dna import (
 from iclr26.generative.vidd.trainers import (
     BestOfN,
     DDPOTrainer,
+    DDPPTrainer,
     RWMLETrainer,
     StandardFTTrainer,
     VIDDTrainer,
 )
 
 PAPER = "vidd"
-METHODS = ("vidd", "ddpo", "rw_mle", "standard_ft")
+METHODS = ("vidd", "ddpo", "rw_mle", "ddpp", "standard_ft")
+DDPP_MASKS = 4  # noise levels per replayed sample in DDPP's regression (fixed before any run)
 
 
 def _setting(ctx: Context) -> dict:
@@ -141,7 +144,8 @@ def _method(ctx: Context, s: dict, pre: MaskedDiffusionLM, data: np.ndarray, k: 
     """One method of seed ``k``: fine-tune it at the query budget and summarise its samples."""
     reward = MotifReward()
     seed = ctx.seed * 100 + k
-    ctx.report(0.05 + 0.9 * (k * 5 + (*METHODS, "best_of_n").index(name)) / (5 * s["seeds"]),
+    names = (*METHODS, "best_of_n")
+    ctx.report(0.05 + 0.9 * (k * len(names) + names.index(name)) / (len(names) * s["seeds"]),
                f"seed {k}: {name}")  # fmt: skip
     if name == "best_of_n":
         n_bon = max(1, s["budget"] // s["final_n"])
@@ -155,6 +159,8 @@ def _method(ctx: Context, s: dict, pre: MaskedDiffusionLM, data: np.ndarray, k: 
                                     **common),
         "ddpo": lambda: DDPOTrainer(pre, reward, clip=0.2, batch_size=s["rl_batch"], **common),
         "rw_mle": lambda: RWMLETrainer(pre, reward, batch_size=s["rl_batch"], **common),
+        "ddpp": lambda: DDPPTrainer(pre, reward, batch_size=s["rl_batch"],
+                                    masks_per_sample=DDPP_MASKS, **common),
         "standard_ft": lambda: StandardFTTrainer(pre, reward, batch_size=s["vidd_batch"],
                                                  use_value_xt=False, **common),
     }  # fmt: skip

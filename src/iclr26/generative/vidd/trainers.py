@@ -8,6 +8,11 @@ value ``exp(v(x_s)/alpha)`` (optionally divided by ``exp(v(x_t)/alpha)``) with
 ``v(x) = r(x_hat0_pre(x))`` and minimise the forward KL, i.e. ``-w * log p_theta(x_s|x_t)``
 summed over newly unmasked positions. The teacher is refreshed every
 ``teacher_update_interval`` epochs. Every trainer counts its reward-oracle queries.
+
+The baseline DDPP (discrete denoising posterior prediction, Rector-Brooks et al. 2024) is the
+single-step DDPP-LB variant: the student's mean-field denoiser ``q_theta(x0|x_t)`` regresses onto
+the reward-tilted posterior ``p_pre(x0|x_t) exp(r(x0)/alpha) / Z(x_t)`` (their Eq. 11) with a
+learned ``log Z_phi(x_t)``, on forward-masked replays of on-policy samples.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from iclr26.generative.vidd.dna import RewardOracle
 __all__ = [
     "BestOfN",
     "DDPOTrainer",
+    "DDPPTrainer",
+    "LogPartitionNet",
     "RWMLETrainer",
     "StandardFTTrainer",
     "VIDDTrainer",
@@ -78,6 +85,11 @@ def _check_model(model: Any, name: str = "pretrained") -> MaskedDiffusionLM:
     if not isinstance(model, MaskedDiffusionLM):
         raise TypeError(f"{name} must be a MaskedDiffusionLM, got {type(model).__name__}")
     return model
+
+
+def _masked_sum_logp(logp: torch.Tensor, x0: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """Mean-field ``log q(x0 | x_t) = sum over masked positions of log q(x0_i | x_t)``."""
+    return (logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1) * masked).sum(-1)
 
 
 def _masked_mean_logp(logp: torch.Tensor, x0: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
@@ -358,6 +370,165 @@ class RWMLETrainer(_FineTuner):
         loss = -(w * _masked_mean_logp(self.model(x_t), target, masked)).mean()
         self._step(loss)
         return {"loss": float(loss.detach()), "reward_mean": float(np.mean(r))}
+
+
+class LogPartitionNet(nn.Module):
+    """Amortised log partition function ``log Z_phi(x_t)`` of DDPP-LB, one number per partially
+    masked sequence: token and position embeddings, a residual local convolution, one
+    bidirectional transformer block, mean pooling, then a linear head on the pooled features
+    and the masked fraction. The head starts at zero, so ``log Z`` starts at 0."""
+
+    def __init__(
+        self, vocab: int, length: int, d: int = 32, heads: int = 4, seed: int | None = 0
+    ) -> None:
+        super().__init__()
+        self.vocab = V.check_int(vocab, "vocab", low=2)
+        self.length = V.check_int(length, "length", low=1)
+        self.d = V.check_int(d, "d", low=1)
+        heads = V.check_int(heads, "heads", low=1)
+        if self.d % heads:
+            raise ValueError(f"d must be divisible by heads, got d={self.d}, heads={heads}")
+        seed = V.check_int(seed, "seed", low=0, allow_none=True)
+        if seed is not None:
+            torch.manual_seed(seed)
+        self.mask_index = self.vocab
+        self.embed = nn.Embedding(self.vocab + 1, self.d)
+        self.pos = nn.Parameter(torch.randn(1, self.length, self.d) * 0.02)
+        self.local = nn.Conv1d(self.d, self.d, kernel_size=5, padding=2)
+        self.block = nn.TransformerEncoderLayer(
+            self.d, heads, 2 * self.d, 0.0, batch_first=True, norm_first=True
+        )
+        self.norm = nn.LayerNorm(self.d)
+        self.head = nn.Linear(self.d + 1, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, x_t: torch.Tensor) -> torch.Tensor:
+        h = self.embed(x_t) + self.pos
+        h = h + torch.relu(self.local(h.transpose(1, 2))).transpose(1, 2)
+        h = self.norm(self.block(h)).mean(1)
+        frac = (x_t == self.mask_index).float().mean(1, keepdim=True)
+        return self.head(torch.cat([h, frac], dim=-1)).squeeze(-1)
+
+
+class DDPPTrainer(_FineTuner):
+    """DDPP-LB (single-step discrete denoising posterior prediction with a learned log
+    partition function), Rector-Brooks et al. 2024, Eq. 11 and Algorithm 1. Each epoch draws
+    ``batch_size`` on-policy samples ``x0`` from the student, scores them once (``batch_size``
+    reward queries) and stores them with their rewards in a FIFO replay buffer of
+    ``buffer_size``; each of ``updates_per_epoch`` gradient steps then takes ``batch_size``
+    buffer entries, masks each one at ``masks_per_sample`` stratified noise levels
+    ``x_t ~ p_t(x_t|x0)`` and minimises the squared residual
+
+        log q_theta(x0|x_t) - log p_pre(x0|x_t) - r(x0)/alpha + log Z_phi(x_t),
+
+    where both log-probabilities are mean-field sums over the masked positions of ``x_t``.
+    ``theta`` and ``phi`` (``log_z``, a :class:`LogPartitionNet` by default, its own Adam
+    with ``log_z_lr``) are trained jointly; during the first ``log_z_warmup`` epochs only
+    ``phi`` is (the paper's warm-up). The target ``p_pre(x0) exp(r(x0)/alpha)`` uses the raw
+    reward: a per-batch normalisation would change the target from batch to batch."""
+
+    def __init__(
+        self,
+        pretrained: MaskedDiffusionLM,
+        reward_fn: Callable | RewardOracle,
+        alpha: float = 1.0,
+        log_z: nn.Module | None = None,
+        log_z_lr: float = 1e-3,
+        log_z_warmup: int = 0,
+        masks_per_sample: int = 1,
+        updates_per_epoch: int = 1,
+        buffer_size: int = 1024,
+        lr: float = 1e-4,
+        batch_size: int = 32,
+        steps: int = 16,
+        grad_clip: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(
+            pretrained, reward_fn, alpha=alpha, lr=lr, batch_size=batch_size, steps=steps,
+            grad_clip=grad_clip, reward_norm="none", seed=seed,
+        )  # fmt: skip
+        if log_z is not None and not isinstance(log_z, nn.Module):
+            raise TypeError(f"log_z must be an nn.Module, got {type(log_z).__name__}")
+        self.log_z_lr = V.check_scalar(log_z_lr, "log_z_lr", low=0.0, low_open=True)
+        self.log_z_warmup = V.check_int(log_z_warmup, "log_z_warmup", low=0)
+        self.masks_per_sample = V.check_int(masks_per_sample, "masks_per_sample", low=1)
+        self.updates_per_epoch = V.check_int(updates_per_epoch, "updates_per_epoch", low=1)
+        self.buffer_size = V.check_int(buffer_size, "buffer_size", low=self.batch_size)
+        device = self.model.pos.device
+        if log_z is None:
+            log_z = LogPartitionNet(pretrained.vocab, pretrained.length, seed=self.seed)
+        self.log_z = log_z.to(device).train()
+        self.log_z_opt = torch.optim.Adam(self.log_z.parameters(), lr=self.log_z_lr)
+        self._buffer_x = torch.empty(0, pretrained.length, dtype=torch.long, device=device)
+        self._buffer_r = torch.empty(0, dtype=torch.float64, device=device)
+
+    @property
+    def queries_per_epoch(self) -> int:
+        return self.batch_size
+
+    def residual(self, x0: torch.Tensor, x_t: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:
+        """The DDPP residual per row (Eq. 11), with gradients to the student and ``log_z``:
+        ``log q_theta(x0|x_t) - log p_pre(x0|x_t) - reward/alpha + log Z_phi(x_t)``. ``x0`` (n, L)
+        clean tokens, ``x_t`` (n, L) the same sequences partially masked, ``reward`` (n,)."""
+        mask = self.model.mask_index
+        x0 = V.check_tensor(x0, "x0", ndim=2, shape=(None, self.model.length), integer=True)
+        V.check_tensor(x0, "x0", low=0, high=self.model.vocab - 1)
+        x_t = V.check_tensor(x_t, "x_t", ndim=2, shape=tuple(x0.shape), integer=True)
+        if ((x_t != mask) & (x_t != x0)).any():
+            raise ValueError("x_t must equal x0 wherever it is not masked")
+        reward = V.check_tensor(reward, "reward", ndim=1, shape=(x0.shape[0],))
+        masked = x_t == mask
+        logq = _masked_sum_logp(self.model(x_t), x0, masked)
+        with torch.no_grad():
+            logp = _masked_sum_logp(self.pretrained(x_t), x0, masked)
+        return logq - logp - reward.to(logq) / self.alpha + self.log_z(x_t)
+
+    def _add_to_buffer(self, x0: torch.Tensor, r: torch.Tensor) -> None:
+        self._buffer_x = torch.cat([self._buffer_x, x0])[-self.buffer_size :]
+        self._buffer_r = torch.cat([self._buffer_r, r])[-self.buffer_size :]
+
+    def _noised_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``batch_size`` buffer entries, each masked at ``masks_per_sample`` stratified noise
+        levels ``t = (k + u)/K``."""
+        idx = torch.randint(0, self._buffer_x.shape[0], (self.batch_size,), generator=self.gen)
+        idx = idx.to(self._buffer_x.device)
+        K, B = self.masks_per_sample, self.batch_size
+        x0 = self._buffer_x[idx].repeat(K, 1)
+        r = self._buffer_r[idx].repeat(K)
+        u = torch.rand(B * K, generator=self.gen)
+        t = (torch.arange(K).repeat_interleave(B) + u) / K
+        return x0, self.model.add_noise(x0, t, self.gen), r
+
+    def _epoch(self) -> dict[str, float]:
+        with torch.no_grad():
+            x0 = self.model.sample(self.batch_size, self.steps, self.gen)
+            r = torch.as_tensor(self.oracle(x0), dtype=torch.float64, device=x0.device)
+        self._add_to_buffer(x0, r)
+        warm = self.epoch < self.log_z_warmup
+        losses, log_z = [], []
+        for _ in range(self.updates_per_epoch):
+            xb, x_t, rb = self._noised_batch()
+            res = self.residual(xb, x_t, rb)
+            loss = res.pow(2).mean()
+            self.opt.zero_grad(set_to_none=True)
+            self.log_z_opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.log_z.parameters(), self.grad_clip)
+            self.log_z_opt.step()
+            if not warm:
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+                self.opt.step()
+            losses.append(float(loss.detach()))
+            with torch.no_grad():
+                log_z.append(float(self.log_z(x_t[: self.batch_size]).mean()))
+        return {
+            "loss": float(np.mean(losses)),
+            "reward_mean": float(r.mean()),
+            "log_z_mean": float(np.mean(log_z)),
+            "log_z_warmup": float(warm),
+        }
 
 
 class BestOfN:
