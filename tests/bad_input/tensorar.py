@@ -136,6 +136,14 @@ CASES = [
     ),
     ("TinyARImageModel", "shape", lambda: _base().generate(LAB[:, None]), ValueError, "labels"),
     # DiscreteTensorNoiser
+    ("DiscreteTensorNoiser", "nan", lambda: DiscreteTensorNoiser(level=NAN), ValueError, "level"),
+    (
+        "DiscreteTensorNoiser",
+        "range",
+        lambda: DiscreteTensorNoiser(schedule="constant", level=0.0),
+        ValueError,
+        "level",
+    ),
     (
         "DiscreteTensorNoiser",
         "range",

@@ -125,8 +125,12 @@ def test_noiser_schedules():
     for name in SCHEDULES:
         for k in (2, 4, 8):
             b = DiscreteTensorNoiser(schedule=name).beta(k)
-            assert b[0] == 0 and b[-1] == 1
+            assert b[0] == 0 and b[-1] == (0.5 if name == "constant" else 1)
             assert (b[1:] >= b[:-1]).all()
+    assert DiscreteTensorNoiser("constant", level=0.3).beta(4).tolist() == pytest.approx(
+        [0, 0.3, 0.3, 0.3]
+    )
+    assert DiscreteTensorNoiser("constant").beta(1).tolist() == [0.0]
     u = torch.tensor([0, 1 / 3, 2 / 3, 1])
     exp = (torch.exp(3 * u) - 1) / (math.e**3 - 1)
     assert torch.allclose(DiscreteTensorNoiser().beta(4), exp.float(), atol=1e-6)
@@ -257,7 +261,133 @@ def test_vq_tokenizer_roundtrip_and_evaluator():
     assert ev.accuracy(xte, yte) > 0.5
 
 
-@pytest.mark.parametrize("name", ["quality-gain", "class-fidelity", "noising-needed", "latency"])
+@pytest.mark.parametrize("schedule", ["constant", "exponential"])
+def test_absorbing_kernel_rates_and_only_mask_or_original(schedule):
+    k, vocab, pad = 4, 8, 8
+    mask = pad + 1
+    noiser = DiscreteTensorNoiser(schedule, kernel="absorbing", level=0.4)
+    w = torch.randint(0, vocab, (25_000, 1, k), generator=torch.Generator().manual_seed(0))
+    w[:10, 0, 2] = pad
+    out = noiser(w, vocab, pad, torch.Generator().manual_seed(1))
+    assert (out[:10, 0, 2] == pad).all()  # PAD never masked
+    assert ((out == w) | (out == mask)).all()  # never a codebook token other than the original
+    rate = (out == mask).float().mean((0, 1))  # every corruption shows: rate = beta exactly
+    assert torch.allclose(rate, noiser.beta(k), atol=0.02)
+    assert (out[:, 0, 0] == w[:, 0, 0]).all()
+    assert noiser.always_corrupted(k).tolist() == [False, False, False, schedule != "constant"]
+    out7 = noiser(w, vocab, pad, torch.Generator().manual_seed(1), mask_id=20)
+    assert torch.equal(out7 == 20, out == mask)  # an explicit mask id, same draws
+    with pytest.raises(ValueError, match="mask_id"):
+        noiser(w, vocab, pad, mask_id=3)  # a codebook id cannot be the mask
+    with pytest.raises(ValueError, match="mask_id"):
+        noiser(w, vocab, pad, mask_id=pad)
+
+
+def test_constant_schedule_uniform_rates():
+    k, vocab, pad = 4, 8, 8
+    noiser = DiscreteTensorNoiser("constant", level=0.6)
+    w = torch.randint(0, vocab, (25_000, 1, k), generator=torch.Generator().manual_seed(0))
+    rate = (noiser(w, vocab, pad, torch.Generator().manual_seed(2)) != w).float().mean((0, 1))
+    expected = torch.tensor([0, 0.6, 0.6, 0.6]) * (1 - 1 / vocab)
+    assert torch.allclose(rate, expected, atol=0.02)
+
+
+def test_noiser_validates_arguments():
+    for kw, arg in (({"kernel": "mask"}, "kernel"), ({"schedule": "cosine"}, "schedule"),
+                    ({"level": 0.0}, "level"), ({"level": 1.5}, "level"),
+                    ({"level": float("nan")}, "level"), ({"lam": -1.0}, "lam")):  # fmt: skip
+        with pytest.raises((ValueError, TypeError), match=arg):
+            DiscreteTensorNoiser(**kw)
+
+
+def _absorbing(k, base=None):
+    noiser = DiscreteTensorNoiser(kernel="absorbing")
+    return TensorARWrapper(base if base is not None else _base(), k=k, noiser=noiser)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_absorbing_wrapper_is_base_at_init_and_k1_bit_for_bit(k):
+    base = _perturb(_base())
+    tar = _absorbing(k, base)
+    assert tar.mask_id == base.pad_id + 1 and tar.mask_emb.shape == (16,)
+    x, y = _data()
+    inp, _ = build_windows(x, k, base.pad_id)
+    inp = tar.noiser(inp, V, base.pad_id, torch.Generator().manual_seed(0), mask_id=tar.mask_id)
+    with torch.no_grad():
+        assert torch.equal(tar(y, inp)[:, :, 0], base(y, x))
+    if k == 1:
+        labels = np.array([0, 1, 2, 1])
+        for kw in ({}, {"cfg_scale": 2.0}):
+            a = base.generate(labels, generator=torch.Generator().manual_seed(3), **kw)
+            b = tar.generate(labels, generator=torch.Generator().manual_seed(3), **kw)
+            assert torch.equal(a, b)
+
+
+def test_absorbing_wrapper_embeds_mask_and_trains():
+    base = _base()
+    tar = _perturb(_absorbing(4, base))
+    x, y = _data(n=200)
+    inp, tgt = tar.training_windows(x, torch.Generator().manual_seed(0))
+    mask = tar.mask_id
+    assert (inp[:, 0, 1:] == mask).all()  # first step: fully corrupted = all mask
+    assert ((inp[:, 1:, 3] == mask) | (inp[:, 1:, 3] == base.pad_id)).all()  # beta(3) = 1
+    assert (inp[..., 0] != mask).all()
+    assert 0.2 < float((inp[:, 1:, 2] == mask).float().mean()) < 0.45  # beta(2) = 0.33
+    # the mask embedding is what a masked draft slot sees: moving it moves the drafts' logits
+    with torch.no_grad():
+        a = tar(y, inp)
+        tar.mask_emb.add_(1.0)
+        b = tar(y, inp)
+    assert not torch.allclose(a[:, :, 1:], b[:, :, 1:])
+    with pytest.raises(ValueError, match="slot 0"):
+        tar(y, torch.full_like(inp, mask))
+    with pytest.raises(ValueError, match="windows"):
+        tar(y, inp + 2)  # ids beyond the mask token
+    before = tar.mask_emb.detach().clone()
+    losses = tar.fit(x[:40], y[:40], steps=20, lr=3e-3, batch_size=16)
+    assert np.mean(losses[-5:]) < losses[0]
+    assert not torch.equal(before, tar.mask_emb.detach())
+    assert tar.added_parameters == TensorARWrapper(_base(), k=4).added_parameters + 16
+
+
+def test_absorbing_generate_feeds_mask_where_training_always_masks():
+    base = _base()
+    tar = _perturb(_absorbing(4, base))
+    seen = []
+    orig = tar._embed_windows
+
+    def spy(labels, windows, start=0):
+        seen.append(windows.clone())
+        return orig(labels, windows, start)
+
+    tar._embed_windows = spy
+    out, drafts = tar.generate(np.array([1, 0]), generator=torch.Generator(), return_drafts=True)
+    assert out.max() < V and torch.equal(out, drafts[:, :, 0].T)  # no mask is ever committed
+    mask, pad = tar.mask_id, base.pad_id
+    assert (seen[0][:, 0, 1:] == mask).all()  # no drafts yet
+    for s in range(1, T):
+        last = seen[s][:, 0, 3]
+        assert ((last == mask) | (last == pad)).all()  # beta(3) = 1: the mask, as in training
+        assert torch.equal(seen[s][:, 0, :3], drafts[s - 1, :, :3]) or s > T - 3  # drafts fed
+        assert (seen[s][:, 0, :3] != mask).all()
+    g = torch.Generator().manual_seed(4)
+    a = tar.generate(np.array([1, 0]), temperature=0.0, generator=g)
+    g = torch.Generator().manual_seed(4)
+    b = tar.generate(np.array([1, 0]), temperature=0.0, generator=g, use_cache=False)
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "quality-gain",
+        "class-fidelity",
+        "noising-needed",
+        "latency",
+        "schedule-ablation",
+        "k-ablation",
+    ],
+)
 def test_claims_smoke(name, tmp_path):
     rec = run_claim("tensorar", name, scale="smoke", out_dir=tmp_path)
     assert rec["verdict"] in {"reproduced", "not reproduced", "inconclusive"}, rec

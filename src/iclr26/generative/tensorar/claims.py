@@ -1,7 +1,13 @@
 """Claim checks of TensorAR on scikit-learn digits (a k-means VQ tokenizer and a small
 class-conditional AR base trained here): C1 quality gain in FD-digits over plain next-token AR,
 C2 class fidelity not hurt, C3 noising is needed (no-noise leakage ablation), C4 sampling time
-per 256 samples against the base model with one body pass per position for both."""
+per 256 samples against the base model with one body pass per position for both, C5 the noise
+schedule ablation (the paper's four schedules against the base model, with a constant schedule
+and the absorbing kernel beside them) and C6 the window size ablation k in {2, 4, 8}.
+
+Every model is one part of a shared experiment (``shared_parts``): claims that run side by side
+train the models no other claim is training and load the rest, so each model is trained once
+per run; each part is seeded from the run's seed alone."""
 
 from __future__ import annotations
 
@@ -11,14 +17,24 @@ import functools
 import numpy as np
 import torch
 
-from iclr26.claims import Context, Result, claim
+from iclr26.claims import Context, Result, claim, shared_parts
 from iclr26.generative.tensorar.evaluate import DigitEvaluator, frechet_distance
 from iclr26.generative.tensorar.model import TinyARImageModel
+from iclr26.generative.tensorar.tensor import DiscreteTensorNoiser
 from iclr26.generative.tensorar.tokenizer import VQTokenizer, load_digits_split
 from iclr26.generative.tensorar.wrapper import TensorARWrapper
 
 PAPER = "tensorar"
 K = 4
+MAIN = ("B1", "TensorAR", "A1-no-noise")
+PLUG_IN = ("TensorAR-plug-in", "B1-ft")  # full scale only
+PAPER_SCHEDULES = ("exponential", "linear", "sine", "sqrt")
+SCHEDULE_RUNS = ("TensorAR", "schedule=linear", "schedule=sine", "schedule=sqrt")
+SCHEDULE_EXTRAS = ("schedule=constant", "kernel=absorbing")  # ours (R), reported, not judged
+K_RUNS = ("k=2", "TensorAR", "k=8")  # "TensorAR" is k = 4, exponential, uniform kernel
+# C5 and C6 ask for the same parts, so that two ablation claims run side by side split them
+ABLATIONS = ("B1", *SCHEDULE_RUNS, *SCHEDULE_EXTRAS, "k=2", "k=8")
+WITH_MODEL = ("B1", "TensorAR")  # the parts whose trained model is kept (timing, plug-in)
 
 
 def _plt():
@@ -46,83 +62,125 @@ def _base(s: dict, vocab: int, seq_len: int, seed: int) -> TinyARImageModel:
                             seed=seed)  # fmt: skip
 
 
+def _variant(name: str) -> tuple[int, DiscreteTensorNoiser | None]:
+    """Window size and noiser of a TensorAR run."""
+    if name == "A1-no-noise":
+        return K, None
+    if name.startswith("k="):
+        return int(name[2:]), DiscreteTensorNoiser()
+    if name.startswith("schedule="):
+        return K, DiscreteTensorNoiser(schedule=name.split("=")[1])
+    if name == "kernel=absorbing":
+        return K, DiscreteTensorNoiser(kernel="absorbing")
+    return K, DiscreteTensorNoiser()  # "TensorAR", "TensorAR-plug-in"
+
+
 @functools.lru_cache(maxsize=2)
-def _experiment(scale: str, seed: int, device: str) -> dict:
-    """Train the tokenizer, the evaluator and every model once per (scale, seed); all claims
-    read from it. Samples: ``n_gen`` class-balanced labels, temperature 1, no top-k, no CFG."""
+def _data(scale: str, seed: int) -> dict:
+    """Tokenizer, evaluator and reference features of one (scale, seed): cheap and
+    deterministic, so every process builds its own."""
     ctx = Context(scale=scale, seed=seed)
     s = _setting(ctx)
     xtr, ytr, xte, yte = load_digits_split(seed=seed)
     xtr, ytr = xtr[: s["n_train"]], ytr[: s["n_train"]]
     vq = VQTokenizer(s["codebook"], patch=2, seed=seed).fit(xtr)
-    tok = vq.encode(xtr)
     ev = DigitEvaluator(epochs=s["eval_epochs"], seed=seed).fit(xtr, ytr)
     ref = ev.features(xtr)
-    labels = np.arange(s["n_gen"]) % 10
-    out = {"setting": s, "eval_acc_test": ev.accuracy(xte, yte), "per_seed": [],
-           "fd_real_test": frechet_distance(ev.features(xte), ref),
-           "fd_tokenizer_recon": frechet_distance(ev.features(vq.decode(vq.encode(xte))), ref)}  # fmt: skip
+    return {"setting": s, "vq": vq, "tok": vq.encode(xtr), "ytr": ytr, "ev": ev, "ref": ref,
+            "labels": np.arange(s["n_gen"]) % 10, "eval_acc_test": ev.accuracy(xte, yte),
+            "fd_real_test": frechet_distance(ev.features(xte), ref),
+            "fd_tokenizer_recon": frechet_distance(ev.features(vq.decode(vq.encode(xte))), ref)}  # fmt: skip
+
+
+def _train_part(scale: str, seed: int, device: str, name: str, r: int) -> dict:
+    """Train and evaluate one model of seed ``r``: ``{"row": metrics, "model": model or None}``.
+    Samples: ``n_gen`` class-balanced labels, temperature 1, no top-k, no CFG."""
+    d = _data(scale, seed)
+    s, vq, tok, ytr = d["setting"], d["vq"], d["tok"], d["ytr"]
+    sd = seed + r
     fit = dict(steps=s["steps"], lr=s["lr"], batch_size=64)
-    for r in range(s["seeds"]):
-        sd = seed + r
-        models = {}
-        b1 = _base(s, vq.codebook_size, vq.seq_len, sd).to(device)
-        b1.fit(tok, ytr, seed=sd, **fit)
-        models["B1"] = b1
-        tar = TensorARWrapper(_base(s, vq.codebook_size, vq.seq_len, sd), k=K, seed=sd).to(device)
-        tar.fit(tok, ytr, seed=sd, **fit)
-        models["TensorAR"] = tar
-        a1 = TensorARWrapper(_base(s, vq.codebook_size, vq.seq_len, sd), k=K, noiser=None,
-                             seed=sd).to(device)  # fmt: skip
-        a1.fit(tok, ytr, seed=sd, **fit)
-        models["A1-no-noise"] = a1
-        if s["plug_in"]:  # fine-tune B1 for 30 % more steps, wrapped and plain
-            extra = dict(fit, steps=max(1, int(0.3 * s["steps"])))
-            plug = TensorARWrapper(copy.deepcopy(b1), k=K, seed=sd).to(device)
-            plug.fit(tok, ytr, seed=sd + 100, **extra)
-            models["TensorAR-plug-in"] = plug
-            ft = copy.deepcopy(b1)
-            ft.fit(tok, ytr, seed=sd + 100, **extra)
-            models["B1-ft"] = ft
-        row = {}
-        for name, m in models.items():
-            g = torch.Generator().manual_seed(sd + 7)
-            wrapped = isinstance(m, TensorARWrapper)
-            gen = (
-                m.generate(labels, generator=g, return_drafts=True)
-                if wrapped
-                else m.generate(labels, generator=g)
-            )
-            if wrapped:  # how often the committed token is the previous step's slot-1 draft
-                gen, drafts = gen
-                copy_rate = float((drafts[1:, :, 0] == drafts[:-1, :, 1]).float().mean())
-            img = vq.decode(gen.cpu().numpy())
-            row[name] = {"fd": frechet_distance(ev.features(img), ref),
-                         "acc": ev.accuracy(img, labels)}  # fmt: skip
-            if wrapped:
-                row[name]["commit_equals_draft"] = copy_rate
-        out["per_seed"].append(row)
-        out["models"] = models  # the last seed's, for timing and figures
-    names = out["per_seed"][0].keys()
+    if name in PLUG_IN:  # fine-tune B1 for 30 % more steps, wrapped and plain
+        b1 = copy.deepcopy(_parts(scale, seed, device, ("B1",), [r])[(r, "B1")]["model"])
+        m = TensorARWrapper(b1, k=K, seed=sd).to(device) if name == "TensorAR-plug-in" else b1
+        m.fit(tok, ytr, seed=sd + 100, **dict(fit, steps=max(1, int(0.3 * s["steps"]))))
+    elif name == "B1":
+        m = _base(s, vq.codebook_size, vq.seq_len, sd).to(device)
+        m.fit(tok, ytr, seed=sd, **fit)
+    else:
+        k, noiser = _variant(name)
+        m = TensorARWrapper(_base(s, vq.codebook_size, vq.seq_len, sd), k=k, noiser=noiser,
+                            seed=sd).to(device)  # fmt: skip
+        m.fit(tok, ytr, seed=sd, **fit)
+    g = torch.Generator().manual_seed(sd + 7)
+    wrapped = isinstance(m, TensorARWrapper)
+    if wrapped:  # how often the committed token is the previous step's slot-1 draft
+        gen, drafts = m.generate(d["labels"], generator=g, return_drafts=True)
+    else:
+        gen = m.generate(d["labels"], generator=g)
+    img = vq.decode(gen.cpu().numpy())
+    row = {"fd": frechet_distance(d["ev"].features(img), d["ref"]),
+           "acc": d["ev"].accuracy(img, d["labels"])}  # fmt: skip
+    if wrapped:
+        row["commit_equals_draft"] = float((drafts[1:, :, 0] == drafts[:-1, :, 1]).float().mean())
+    return {"row": row, "model": m if name in WITH_MODEL else None}
+
+
+_SMOKE_PARTS: dict = {}  # smoke scale (tests): in-process only, nothing on disk
+
+
+def _parts(scale: str, seed: int, device: str, names, seeds) -> dict:
+    """``{(r, name): part}`` for the given model names and seed indices."""
+    parts = {
+        f"{r}:{n}": functools.partial(_train_part, scale, seed, device, n, r)
+        for r in seeds
+        for n in names
+    }
+    if scale == "smoke":
+        for key, fn in parts.items():
+            if (scale, seed, device, key) not in _SMOKE_PARTS:
+                _SMOKE_PARTS[(scale, seed, device, key)] = fn()
+        done = {key: _SMOKE_PARTS[(scale, seed, device, key)] for key in parts}
+    else:
+        key = dict(scale=scale, seed=seed, device=device, setting=_setting(Context(scale=scale)))
+        done = shared_parts(PAPER, key, parts, source=__file__, codec="torch", weights_only=False)
+    return {(int(k.split(":")[0]), k.split(":", 1)[1]): v for k, v in done.items()}
+
+
+def _experiment(ctx: Context, names) -> dict:
+    """Every model in ``names`` over the setting's seeds, with per-name mean / std of FD and
+    accuracy, the evaluator's floors and the last seed's kept models."""
+    scale, seed, device = ctx.scale.value, ctx.seed, str(ctx.device)
+    d = _data(scale, seed)
+    s = d["setting"]
+    names = tuple(names)
+    done = _parts(scale, seed, device, names, range(s["seeds"]))
+    per_seed = [{n: done[(r, n)]["row"] for n in names} for r in range(s["seeds"])]
+    out = {"setting": s, "eval_acc_test": d["eval_acc_test"], "per_seed": per_seed,
+           "fd_real_test": d["fd_real_test"], "fd_tokenizer_recon": d["fd_tokenizer_recon"],
+           "vq": d["vq"], "labels": d["labels"]}  # fmt: skip
+    out["models"] = {
+        n: done[(s["seeds"] - 1, n)]["model"]
+        for n in names
+        if done[(s["seeds"] - 1, n)]["model"] is not None
+    }
     out["mean"] = {
-        n: {m: float(np.mean([row[n][m] for row in out["per_seed"]])) for m in ("fd", "acc")}
+        n: {m: float(np.mean([row[n][m] for row in per_seed])) for m in ("fd", "acc")}
         for n in names
     }
     out["std"] = {
-        n: {m: float(np.std([row[n][m] for row in out["per_seed"]])) for m in ("fd", "acc")}
-        for n in names
+        n: {m: float(np.std([row[n][m] for row in per_seed])) for m in ("fd", "acc")} for n in names
     }
     out["commit_equals_draft"] = {
-        n: float(np.mean([row[n]["commit_equals_draft"] for row in out["per_seed"]]))
+        n: float(np.mean([row[n]["commit_equals_draft"] for row in per_seed]))
         for n in names
-        if "commit_equals_draft" in out["per_seed"][0][n]
+        if "commit_equals_draft" in per_seed[0][n]
     }
-    out["vq"], out["labels"] = vq, labels
     return out
 
 
 def _run(ctx: Context) -> dict:
-    return _experiment(ctx.scale.value, ctx.seed, str(ctx.device))
+    """The models of C1-C4 (and, at full scale, the plug-in / B1-ft pair)."""
+    return _experiment(ctx, MAIN + (PLUG_IN if _setting(ctx)["plug_in"] else ()))
 
 
 def _common(exp: dict) -> dict:
@@ -310,3 +368,98 @@ def latency(ctx: Context) -> Result:
         },  # fmt: skip
     )
     return ctx.save_judged(fig, PAPER, "latency", result)
+
+
+def _ablation_figure(ctx: Context, exp: dict, names, labels, fd_b1: float, judged: int):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    colors = ["C0"] * judged + ["C7"] * (len(names) - judged)
+    ax.bar(labels, [exp["mean"][n]["fd"] for n in names],
+           yerr=[exp["std"][n]["fd"] for n in names], color=colors)  # fmt: skip
+    ctx.mark_threshold(ax, fd_b1, "FD(B1), plain AR")
+    ax.set_ylabel("FD-digits (lower is better)")
+    ax.tick_params(axis="x", rotation=15)
+    ax.legend()
+    return fig
+
+
+@claim(
+    paper=PAPER,
+    name="schedule-ablation",
+    statement="Each of the four noise schedules (linear, sine, square root, exponential) gives "
+    "TensorAR a gain over the base model, and the four are close to each other",
+    paper_value="LlamaGen-B FID: base 5.46; linear 4.79, sine 4.75, sqrt 4.84, exponential 4.71 "
+    "(the default)",
+    criterion="FD-digits, mean over seeds, TensorAR k=4 with each schedule (uniform kernel, same "
+    "steps as B1): FD(schedule) < FD(B1) for all four, and max / min FD over the four <= 1.10; "
+    "the constant schedule (level 0.5) and the absorbing kernel (exponential) are reported "
+    "beside, not judged",
+    headline=("fd_exponential", "fd_spread_ratio"),
+)
+def schedule_ablation(ctx: Context) -> Result:
+    ctx.report(0.05, "B1 and TensorAR with each schedule")
+    exp = _experiment(ctx, ABLATIONS)
+    m = exp["mean"]
+    fd = {sch: m[n]["fd"] for sch, n in zip(PAPER_SCHEDULES, SCHEDULE_RUNS)}
+    fd_b1 = m["B1"]["fd"]
+    names = (*SCHEDULE_RUNS, *SCHEDULE_EXTRAS)
+    spread = max(fd.values()) / min(fd.values())
+    metrics = {f"fd_{sch}": v for sch, v in fd.items()}
+    metrics.update(
+        fd_spread_ratio=spread,
+        best_schedule=min(fd, key=fd.get),
+        fd_constant_schedule=m["schedule=constant"]["fd"],
+        fd_absorbing_kernel=m["kernel=absorbing"]["fd"],
+        acc={n: m[n]["acc"] for n in ("B1", *names)},
+        fd_std={n: exp["std"][n]["fd"] for n in ("B1", *names)},
+        **_common(exp),
+    )
+    labels = [*PAPER_SCHEDULES, "constant", "absorbing"]
+    fig = _ablation_figure(ctx, exp, names, labels, fd_b1, judged=len(SCHEDULE_RUNS))
+    result = Result.judge(
+        metrics=metrics,
+        baseline={"B1": {"fd": fd_b1, "fd_std": exp["std"]["B1"]["fd"], "acc": m["B1"]["acc"]}},
+        required={
+            "FD(schedule) < FD(B1) for all four schedules": max(fd.values()) < fd_b1,
+            "max / min FD over the four schedules <= 1.10": spread <= 1.10,
+        },
+    )
+    return ctx.save_judged(fig, PAPER, "schedule-ablation", result)
+
+
+@claim(
+    paper=PAPER,
+    name="k-ablation",
+    statement="A larger window (more refinement steps per position) gives better samples, and "
+    "every window size beats the base model",
+    paper_value="LlamaGen-B FID: base 5.46; k=2 4.78, k=4 4.71, k=8 4.68",
+    criterion="FD-digits, mean over seeds, TensorAR (exponential schedule, uniform kernel, same "
+    "steps as B1) with k in {2, 4, 8}: FD(k=2) >= FD(k=4) >= FD(k=8) and FD(k) < FD(B1) for "
+    "every k; inconclusive (partial) if every k beats B1 but the order fails (the paper's "
+    "differences between k are 1-2 %)",
+    headline=("fd_k8", "fd_k2"),
+)
+def k_ablation(ctx: Context) -> Result:
+    ctx.report(0.05, "B1 and TensorAR with k = 2, 4, 8")
+    exp = _experiment(ctx, ABLATIONS)
+    m = exp["mean"]
+    fd = {k: m[n]["fd"] for k, n in zip((2, 4, 8), K_RUNS)}
+    fd_b1 = m["B1"]["fd"]
+    metrics = {f"fd_k{k}": v for k, v in fd.items()}
+    metrics.update(
+        acc={f"k{k}": m[n]["acc"] for k, n in zip((2, 4, 8), K_RUNS)},
+        fd_std={f"k{k}": exp["std"][n]["fd"] for k, n in zip((2, 4, 8), K_RUNS)},
+        **_common(exp),
+    )
+    fig = _ablation_figure(ctx, exp, K_RUNS, ["k=2", "k=4", "k=8"], fd_b1, judged=3)
+    beats = max(fd.values()) < fd_b1
+    result = Result.judge(
+        metrics=metrics,
+        baseline={"B1": {"fd": fd_b1, "fd_std": exp["std"]["B1"]["fd"], "acc": m["B1"]["acc"]}},
+        required={
+            "FD(k=2) >= FD(k=4) >= FD(k=8)": fd[2] >= fd[4] >= fd[8],
+            "FD(k) < FD(B1) for every k": beats,
+        },
+        partial={"FD(k) < FD(B1) for every k": beats},
+    )
+    return ctx.save_judged(fig, PAPER, "k-ablation", result)

@@ -13,8 +13,8 @@ from torch import nn
 
 from iclr26 import validation as V
 
-SCHEDULES = ("exponential", "linear", "sine", "sqrt")
-KERNELS = ("uniform",)
+SCHEDULES = ("exponential", "linear", "sine", "sqrt", "constant")
+KERNELS = ("uniform", "absorbing")
 
 
 def build_windows(tokens: torch.Tensor, k: int, pad_id: int):
@@ -36,13 +36,16 @@ def build_windows(tokens: torch.Tensor, k: int, pad_id: int):
 
 
 class DiscreteTensorNoiser:
-    """Uniform categorical (D3PM-uniform) corruption of input windows: slot j is replaced by a
-    uniform draw over the ``V`` codebook entries with probability ``beta(j)``, a fixed
-    non-decreasing schedule over the slot index with ``beta(0) = 0`` (the committed token stays
-    clean, as in plain AR) and ``beta(k-1) = 1``. With ``u = j / (k-1)``: ``linear`` u,
-    ``sine`` sin(pi u / 2), ``sqrt`` sqrt(u), ``exponential`` (e^{lam u} - 1) / (e^lam - 1).
-    ``tau_max`` (off by default) scales beta per sequence by tau ~ U(0, tau_max). PAD is never
-    noised and never drawn."""
+    """Categorical corruption of input windows: slot j is corrupted with probability
+    ``beta(j)``, a fixed non-decreasing schedule over the slot index with ``beta(0) = 0`` (the
+    committed token stays clean, as in plain AR). With ``u = j / (k-1)``: ``linear`` u,
+    ``sine`` sin(pi u / 2), ``sqrt`` sqrt(u), ``exponential`` (e^{lam u} - 1) / (e^lam - 1),
+    all ending at ``beta(k-1) = 1``; ``constant`` is ``level`` on every slot j >= 1 (an
+    ablation without the rise). ``kernel="uniform"`` (the paper's, D3PM-uniform) replaces a
+    corrupted slot by a uniform draw over the ``V`` codebook entries; ``kernel="absorbing"``
+    (D3PM-absorbing) replaces it by a mask token ``mask_id`` outside the codebook (default
+    ``pad_id + 1``; the wrapper gives it an embedding of its own). ``tau_max`` (off by default)
+    scales beta per sequence by tau ~ U(0, tau_max). PAD is never noised and never drawn."""
 
     def __init__(
         self,
@@ -50,18 +53,30 @@ class DiscreteTensorNoiser:
         kernel: str = "uniform",
         tau_max: float | None = None,
         lam: float = 3.0,
+        level: float = 0.5,
     ):
         self.schedule = V.check_choice(schedule, "schedule", SCHEDULES)
         self.kernel = V.check_choice(kernel, "kernel", KERNELS)
         self.tau_max = V.check_scalar(tau_max, "tau_max", low=0.0, high=1.0, allow_none=True)
         self.lam = V.check_scalar(lam, "lam", low=0.0, low_open=True)
+        self.level = V.check_scalar(level, "level", low=0.0, high=1.0, low_open=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"DiscreteTensorNoiser(schedule={self.schedule!r}, kernel={self.kernel!r}, "
+            f"tau_max={self.tau_max}, lam={self.lam}, level={self.level})"
+        )
 
     def beta(self, k: int) -> torch.Tensor:
-        """Replacement probability per slot, shape ``(k,)``."""
+        """Corruption probability per slot, shape ``(k,)``."""
         k = V.check_int(k, "k", low=1)
         if k == 1:
             return torch.zeros(1)
         u = torch.arange(k, dtype=torch.float64) / (k - 1)
+        if self.schedule == "constant":
+            b = torch.full((k,), self.level, dtype=torch.float64)
+            b[0] = 0.0
+            return b.float()
         if self.schedule == "linear":
             b = u
         elif self.schedule == "sine":
@@ -73,7 +88,32 @@ class DiscreteTensorNoiser:
         b[0], b[-1] = 0.0, 1.0  # exact ends (sin(pi/2) etc. in floating point)
         return b.float()
 
-    def __call__(self, windows, vocab: int, pad_id: int, generator=None) -> torch.Tensor:
+    def always_corrupted(self, k: int) -> torch.Tensor:
+        """Slots ``(k,)`` that training always corrupts (``beta = 1`` and no ``tau_max``)."""
+        k = V.check_int(k, "k", low=1)
+        if self.tau_max is not None:
+            return torch.zeros(k, dtype=torch.bool)
+        return self.beta(k) >= 1.0
+
+    def _mask_id(self, vocab: int, pad_id: int, mask_id) -> int:
+        pad_id = V.check_int(pad_id, "pad_id", low=0)
+        mask_id = V.check_int(pad_id + 1 if mask_id is None else mask_id, "mask_id", low=vocab)
+        if mask_id == pad_id:
+            raise ValueError(f"mask_id must differ from pad_id={pad_id}")
+        return mask_id
+
+    def prior(self, shape, vocab: int, pad_id: int, generator=None, mask_id=None, device=None):
+        """Fully corrupted tokens of ``shape``: uniform codebook draws (``uniform``) or the mask
+        token everywhere (``absorbing``); what a draft slot holds before any draft exists."""
+        vocab = V.check_int(vocab, "vocab", low=1)
+        if self.kernel == "absorbing":
+            fill = self._mask_id(vocab, pad_id, mask_id)
+            return torch.full(tuple(shape), fill, dtype=torch.long, device=device)
+        return torch.randint(0, vocab, tuple(shape), generator=generator).to(device)
+
+    def __call__(
+        self, windows, vocab: int, pad_id: int, generator=None, mask_id: int | None = None
+    ) -> torch.Tensor:
         w = V.check_tensor(windows, "windows", ndim=3, integer=True, low=0)
         vocab = V.check_int(vocab, "vocab", low=1)
         b, t, k = w.shape
@@ -83,6 +123,8 @@ class DiscreteTensorNoiser:
             beta = beta * tau.to(w.device)
         hit = torch.rand(w.shape, generator=generator).to(w.device) < beta
         hit &= w != pad_id
+        if self.kernel == "absorbing":
+            return w.masked_fill(hit, self._mask_id(vocab, pad_id, mask_id))
         draw = torch.randint(0, vocab, w.shape, generator=generator).to(w.device)
         return torch.where(hit, draw, w)
 

@@ -36,7 +36,10 @@ class TensorARWrapper(nn.Module):
     :class:`TinyARImageModel`) for next-tensor prediction with window size ``k``.
 
     ``noiser=None`` trains without noising (the leakage ablation). ``slot_weights`` are the
-    loss weights w_j (default 1 for every slot)."""
+    loss weights w_j (default 1 for every slot). With an ``absorbing`` noiser the wrapper owns
+    the mask token: id ``mask_id = pad_id + 1`` (outside the base's embedding table) and a
+    learnable embedding ``mask_emb`` (initialised to the mean codebook embedding) used for it
+    in the draft slots; the base embedding is left untouched."""
 
     def __init__(
         self,
@@ -71,36 +74,61 @@ class TensorARWrapper(nn.Module):
         self.register_buffer("slot_weights", w)
         self.encoder = TensorInputEncoder(base.d, self.k, kind=encoder, heads=encoder_heads)
         self.decoder = TensorOutputDecoder(base.d, self.k, hidden=decoder_hidden)
+        self.mask_id = None
+        if noiser is not None and noiser.kernel == "absorbing":
+            self.mask_id = base.pad_id + 1
+            table = base.get_input_embeddings().weight.detach()
+            self.mask_emb = nn.Parameter(table[: base.vocab].mean(0).clone())
 
     @property
     def added_parameters(self) -> int:
-        return sum(p.numel() for m in (self.encoder, self.decoder) for p in m.parameters())
+        return sum(p.numel() for p in self._added())
+
+    def _added(self) -> list[nn.Parameter]:
+        extra = [self.mask_emb] if self.mask_id is not None else []
+        return list(self.encoder.parameters()) + list(self.decoder.parameters()) + extra
 
     def _embed_windows(self, labels, windows, start: int = 0):
         e0 = self.base.embed(labels, windows[..., 0], start=start)
-        return self.encoder(e0, self.base.get_input_embeddings()(windows[..., 1:]))
+        drafts = windows[..., 1:]
+        table = self.base.get_input_embeddings()
+        if self.mask_id is None:
+            return self.encoder(e0, table(drafts))
+        masked = drafts == self.mask_id
+        emb = table(drafts.masked_fill(masked, self.base.pad_id))
+        return self.encoder(e0, torch.where(masked[..., None], self.mask_emb, emb))
 
     def forward(self, labels, windows) -> torch.Tensor:
         """Slot logits ``(B, T, k, vocab)`` for input windows ``(B, T, k)`` (step t's window is
         ``[committed x_{t-1}, drafts of x_t..x_{t+k-2}]``)."""
-        w = V.check_tensor(windows, "windows", ndim=3, integer=True, low=0, high=self.base.pad_id)
+        top = self.base.pad_id if self.mask_id is None else self.mask_id
+        w = V.check_tensor(windows, "windows", ndim=3, integer=True, low=0, high=top)
         if w.shape[2] != self.k:
             raise ValueError(f"windows must have k={self.k} slots, got {w.shape[2]}")
+        if self.mask_id is not None and bool((w[..., 0] == self.mask_id).any()):
+            raise ValueError("windows slot 0 (the committed token) must not be the mask token")
         h, _ = self.base.body(self._embed_windows(labels, w))
         return self.decoder(h, self.base.head)
 
     def training_windows(self, tokens, generator=None):
         """Noised inputs and targets ``(B, T, k)``. The first step has no drafts at inference,
-        so its draft slots are pure noise here too."""
+        so its draft slots are fully corrupted here too (uniform draws, or the mask token under
+        the absorbing kernel)."""
         vocab, pad = self.base.vocab, self.base.pad_id
         inp, tgt = build_windows(tokens, self.k, pad)
         if self.noiser is not None:
-            inp = self.noiser(inp, vocab, pad, generator)
+            inp = self.noiser(inp, vocab, pad, generator, mask_id=self.mask_id)
         if self.k > 1:
             first = inp[:, 0, 1:]
-            rand = torch.randint(0, vocab, first.shape, generator=generator).to(first.device)
-            inp[:, 0, 1:] = torch.where(first == pad, first, rand)
+            prior = self._prior(first.shape, generator, first.device)
+            inp[:, 0, 1:] = torch.where(first == pad, first, prior)
         return inp, tgt
+
+    def _prior(self, shape, generator, device) -> torch.Tensor:
+        if self.noiser is None:
+            return torch.randint(0, self.base.vocab, shape, generator=generator).to(device)
+        return self.noiser.prior(shape, self.base.vocab, self.base.pad_id, generator,
+                                 mask_id=self.mask_id, device=device)  # fmt: skip
 
     def loss(self, labels, tokens, generator=None) -> torch.Tensor:
         """Slot-weighted cross-entropy ``sum_j w_j CE_j / sum_j w_j``, PAD targets ignored."""
@@ -136,7 +164,7 @@ class TensorARWrapper(nn.Module):
         V.check_bool(train_base, "train_base")
         class_dropout = V.check_probability(class_dropout, "class_dropout")
         seed = V.check_int(seed, "seed", low=0)
-        params = list(self.encoder.parameters()) + list(self.decoder.parameters())
+        params = self._added()
         if train_base:
             params += list(b.parameters())
 
@@ -166,7 +194,9 @@ class TensorARWrapper(nn.Module):
         """Sample ``(B, seq_len)`` tokens. Step t feeds ``[x̂_{t-1}, drafts t..t+k-2]``,
         samples all k slots, commits slot 0 as x̂_t and overwrites the drafts with slots
         1..k-1; one body pass per position. ``return_drafts=True`` also returns every step's
-        k sampled slots, ``(seq_len, B, k)``."""
+        k sampled slots, ``(seq_len, B, k)``. Under the absorbing kernel, the draft slots that
+        training always masks (``beta = 1``) are fed as the mask token, the only input the
+        model saw there."""
         b = self.base
         y = check_labels(labels, b.n_classes)
         temperature, top_k, cfg_scale = check_sampling(temperature, top_k, cfg_scale)
@@ -180,11 +210,15 @@ class TensorARWrapper(nn.Module):
         # buffer position p holds x̂_p (p = 1..T); 0 is the class slot, > T is PAD
         buf = torch.full((n, t_len + k), b.pad_id, dtype=torch.long, device=dev)
         if k > 1:  # no drafts exist before the first step: pure noise, as in training
-            noise = torch.randint(0, b.vocab, (n, t_len), generator=generator)
-            buf[:, 1 : t_len + 1] = noise.to(dev)
+            buf[:, 1 : t_len + 1] = self._prior((n, t_len), generator, dev)
+        masked = None
+        if self.mask_id is not None and bool(self.noiser.always_corrupted(k).any()):
+            masked = self.noiser.always_corrupted(k).to(dev)
         cache, seen, drafts = None, [], []
         for s in range(t_len):
             win = buf[:, None, s : s + k]  # (B, 1, k)
+            if masked is not None:
+                win = torch.where(masked & (win != b.pad_id), self.mask_id, win)
             e = self._embed_windows(lab, torch.cat([win, win]) if guided else win, start=s)
             if use_cache:
                 h, cache = b.body(e, cache)
