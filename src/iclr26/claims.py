@@ -464,6 +464,41 @@ class Timing:
         return out
 
 
+def _check_timing_args(repeat, number, warmup, threads) -> None:
+    for arg, val, low in (("repeat", repeat, 1), ("number", number, 1), ("warmup", warmup, 0)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < low:
+            raise ValueError(f"{arg} must be an integer >= {low}, got {val!r}")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+
+
+def _timing(
+    cpu_runs: list[float],
+    wall_runs: list[float],
+    number: int,
+    threads: int,
+    load_before,
+    load_after,
+    value,
+) -> Timing:
+    return Timing(
+        cpu_s=min(cpu_runs),
+        wall_s=min(wall_runs),
+        cpu_median_s=float(np.median(cpu_runs)),
+        wall_median_s=float(np.median(wall_runs)),
+        repeat=len(cpu_runs),
+        number=number,
+        threads=threads,
+        load_before=load_before,
+        load_after=load_after,
+        cpu_runs=cpu_runs,
+        wall_runs=wall_runs,
+        value=value,
+    )
+
+
 def timeit(
     fn: Callable[[], Any],
     *,
@@ -485,13 +520,7 @@ def timeit(
     The return value of the last call is kept in ``Timing.value``."""
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    for arg, val, low in (("repeat", repeat, 1), ("number", number, 1), ("warmup", warmup, 0)):
-        if isinstance(val, bool) or not isinstance(val, int) or val < low:
-            raise ValueError(f"{arg} must be an integer >= {low}, got {val!r}")
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-    ):
-        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    _check_timing_args(repeat, number, warmup, threads)
     if max_total_s is not None and not (max_total_s > 0):
         raise ValueError(f"max_total_s must be > 0, got {max_total_s!r}")
 
@@ -520,20 +549,7 @@ def timeit(
             if max_total_s is not None and spent >= max_total_s:
                 break
         load_after = machine_load()["load1"]
-    return Timing(
-        cpu_s=min(cpu_runs),
-        wall_s=min(wall_runs),
-        cpu_median_s=float(np.median(cpu_runs)),
-        wall_median_s=float(np.median(wall_runs)),
-        repeat=len(cpu_runs),
-        number=number,
-        threads=used,
-        load_before=load_before,
-        load_after=load_after,
-        cpu_runs=cpu_runs,
-        wall_runs=wall_runs,
-        value=value,
-    )
+    return _timing(cpu_runs, wall_runs, number, used, load_before, load_after, value)
 
 
 def timeit_interleaved(
@@ -560,13 +576,7 @@ def timeit_interleaved(
     for name, fn in fns.items():
         if not callable(fn):
             raise TypeError(f"fns[{name!r}] must be callable, got {type(fn).__name__}")
-    for arg, val, low in (("repeat", repeat, 1), ("number", number, 1), ("warmup", warmup, 0)):
-        if isinstance(val, bool) or not isinstance(val, int) or val < low:
-            raise ValueError(f"{arg} must be an integer >= {low}, got {val!r}")
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-    ):
-        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    _check_timing_args(repeat, number, warmup, threads)
     names = list(fns)
     cpu_runs: dict[str, list[float]] = {n: [] for n in names}
     wall_runs: dict[str, list[float]] = {n: [] for n in names}
@@ -593,19 +603,8 @@ def timeit_interleaved(
                 wall_runs[name].append((w1 - w0) / number)
         load_after = machine_load()["load1"]
     return {
-        name: Timing(
-            cpu_s=min(cpu_runs[name]),
-            wall_s=min(wall_runs[name]),
-            cpu_median_s=float(np.median(cpu_runs[name])),
-            wall_median_s=float(np.median(wall_runs[name])),
-            repeat=repeat,
-            number=number,
-            threads=used,
-            load_before=load_before,
-            load_after=load_after,
-            cpu_runs=cpu_runs[name],
-            wall_runs=wall_runs[name],
-            value=values[name],
+        name: _timing(
+            cpu_runs[name], wall_runs[name], number, used, load_before, load_after, values[name]
         )
         for name in names
     }
