@@ -8,9 +8,11 @@ from iclr26.three_d.horseshoe_splatting import (
     GaussianSplatting,
     HorseshoeSplatting,
     ause,
+    ig_cavi_sweep,
     ig_entropy,
     ig_expectations,
     kde_nll,
+    kl_anneal_factor,
     kl_inverse_gamma,
     make_scene_data,
     spearman_uncertainty,
@@ -28,6 +30,11 @@ T1 = torch.tensor([1.0])
 
 def _hs(**kw):
     return HorseshoeSplatting(M, **kw)
+
+
+P43 = (torch.ones(4, 3), torch.ones(4, 3))
+P3 = (torch.ones(3), torch.ones(3))
+S43 = torch.ones(4, 3)
 
 
 CASES = [
@@ -242,5 +249,102 @@ CASES = [
         ValueError,
         "uncertainty",
     ),
+    ("HorseshoeSplatting", "other", lambda: _hs(ig_updates="newton"), ValueError, "ig_updates"),
+    (
+        "HorseshoeSplatting",
+        "other",
+        lambda: _hs(prior="gaussian", ig_updates="cavi"),
+        ValueError,
+        "ig_updates",
+    ),
+    ("HorseshoeSplatting", "range", lambda: _hs(cavi_every=0), ValueError, "cavi_every"),
+    ("HorseshoeSplatting", "type", lambda: _hs(cavi_every=2.5), TypeError, "cavi_every"),
+    (
+        "HorseshoeSplatting",
+        "range",
+        lambda: _hs().fit(IMGS, CAMS, steps=1, kl_anneal=1.5),
+        ValueError,
+        "kl_anneal",
+    ),
+    (
+        "HorseshoeSplatting",
+        "nan",
+        lambda: _hs().fit(IMGS, CAMS, steps=1, kl_anneal=NAN),
+        ValueError,
+        "kl_anneal",
+    ),
+    (
+        "HorseshoeSplatting",
+        "type",
+        lambda: _hs().fit(IMGS, CAMS, steps=1, reset_nan=1),
+        TypeError,
+        "reset_nan",
+    ),
+    ("HorseshoeSplatting", "range", lambda: _hs().cavi_update(sweeps=0), ValueError, "sweeps"),
+    (
+        "HorseshoeSplatting",
+        "other",
+        lambda: _hs(prior="laplace").cavi_update(),
+        ValueError,
+        "prior",
+    ),
+    ("HorseshoeSplatting", "type", lambda: _hs().reset_nan_ig(opt="adam"), TypeError, "opt"),
+    (
+        "ig_cavi_sweep",
+        "nan",
+        lambda: ig_cavi_sweep(S43 * NAN, P43, P43, P3, P3),
+        ValueError,
+        "spread2",
+    ),
+    (
+        "ig_cavi_sweep",
+        "range",
+        lambda: ig_cavi_sweep(-S43, P43, P43, P3, P3),
+        ValueError,
+        "spread2",
+    ),
+    (
+        "ig_cavi_sweep",
+        "empty",
+        lambda: ig_cavi_sweep(torch.ones(0, 3), P43, P43, P3, P3),
+        ValueError,
+        "spread2",
+    ),
+    (
+        "ig_cavi_sweep",
+        "shape",
+        lambda: ig_cavi_sweep(S43, P43, P43, (torch.ones(2), torch.ones(2)), P3),
+        ValueError,
+        "theta",
+    ),
+    (
+        "ig_cavi_sweep",
+        "range",
+        lambda: ig_cavi_sweep(S43, P43, (torch.zeros(4, 3), torch.ones(4, 3)), P3, P3),
+        ValueError,
+        "nu",
+    ),
+    (
+        "ig_cavi_sweep",
+        "type",
+        lambda: ig_cavi_sweep(S43, P43, P43, P3, torch.ones(3)),
+        TypeError,
+        "xi",
+    ),
+    (
+        "ig_cavi_sweep",
+        "range",
+        lambda: ig_cavi_sweep(S43, P43, P43, P3, P3, global_scale=0.0),
+        ValueError,
+        "global_scale",
+    ),
+    ("kl_anneal_factor", "range", lambda: kl_anneal_factor(0, 10, 0.3), ValueError, "step"),
+    ("kl_anneal_factor", "range", lambda: kl_anneal_factor(11, 10, 0.3), ValueError, "step"),
+    ("kl_anneal_factor", "range", lambda: kl_anneal_factor(1, 0, 0.3), ValueError, "steps"),
+    ("kl_anneal_factor", "nan", lambda: kl_anneal_factor(1, 10, NAN), ValueError, "anneal"),
+    ("kl_anneal_factor", "range", lambda: kl_anneal_factor(1, 10, -0.1), ValueError, "anneal"),
 ]
-EXEMPT = {"PRIORS": "a tuple of the accepted prior names; not callable"}
+EXEMPT = {
+    "PRIORS": "a tuple of the accepted prior names; not callable",
+    "IG_UPDATES": "a tuple of the accepted ig_updates names; not callable",
+}

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy import stats
+from scipy import optimize, special, stats
 from skimage.metrics import structural_similarity
 
 from iclr26.claims import contract_problems, run_claim
@@ -13,9 +13,11 @@ from iclr26.three_d.horseshoe_splatting import (
     GaussianSplatting,
     HorseshoeSplatting,
     ause,
+    ig_cavi_sweep,
     ig_entropy,
     ig_expectations,
     kde_nll,
+    kl_anneal_factor,
     kl_inverse_gamma,
     make_scene_data,
     spearman_uncertainty,
@@ -478,3 +480,249 @@ def test_fit_with_l1_dssim_uses_the_shared_loss_and_lowers_it():
         HorseshoeSplatting(small["init_means"]).fit(
             small["train_images"], small["train_cams"], steps=1, photometric="l1_dssim"
         )
+
+
+# ---------------------------------------------------------------- CAVI, KL annealing, NaN reset
+def _np_kl(spread2, lam, nu, theta, xi, b):
+    """KL(q || p) of the augmented horseshoe hierarchy, written out in numpy/scipy on its own:
+    the terms of E_q[log q - log p] that hold the IG factors (spread2 = E[(s-beta)^2] / sigma^2)."""
+
+    def e_inv(f):
+        return f[0] / f[1]
+
+    def e_log(f):
+        return np.log(f[1]) - special.digamma(f[0])
+
+    def ent(f):
+        a, r = f
+        return a + np.log(r) + special.gammaln(a) - (1 + a) * special.digamma(a)
+
+    def e_log_ig(a0, x, e_log_rate, e_rate):  # E log IG(x; a0, rate) with x, rate independent
+        return a0 * e_log_rate - special.gammaln(a0) - (a0 + 1) * e_log(x) - e_rate * e_inv(x)
+
+    kl_s = 0.5 * (e_log(theta) + e_log(lam)) + 0.5 * spread2 * e_inv(theta) * e_inv(lam) - 0.5
+    kl_lam = -ent(lam) - e_log_ig(0.5, lam, -e_log(nu), e_inv(nu))
+    kl_nu = -ent(nu) - e_log_ig(0.5, nu, 0.0, 1.0)
+    kl_th = -ent(theta) - e_log_ig(0.5, theta, -e_log(xi), e_inv(xi))
+    kl_xi = -ent(xi) - e_log_ig(0.5, xi, math.log(1 / b**2), 1 / b**2)
+    return sum(float(np.sum(t)) for t in (kl_s, kl_lam, kl_nu, kl_th, kl_xi))
+
+
+def _random_factors(rng, n, d):
+    def pair(*shape):
+        return (rng.uniform(0.3, 3.0, shape), rng.uniform(0.3, 3.0, shape))
+
+    return {"lam": pair(n, d), "nu": pair(n, d), "theta": pair(d), "xi": pair(d)}
+
+
+def test_numpy_kl_equals_the_model_kl():
+    m = HorseshoeSplatting(torch.zeros(3, 3), global_scale=0.6)
+    with torch.no_grad():
+        for name in ("lam_a", "lam_b", "nu_a", "nu_b", "theta_a", "theta_b", "xi_a", "xi_b"):
+            getattr(m, name).add_(torch.rand(getattr(m, name).shape))
+    q = {k: tuple(t.double().numpy() for t in v) for k, v in m.ig_factors().items()}
+    ref = _np_kl(np.ones((3, 3)), q["lam"], q["nu"], q["theta"], q["xi"], 0.6)
+    assert float(m.kl().detach()) == pytest.approx(ref, rel=1e-5)
+
+
+def test_cavi_sweep_is_the_exact_coordinate_optimum_found_numerically():
+    """Each update of the sweep equals the numerical minimiser of the KL (the only ELBO term
+    holding the IG factors) over that factor, the others held at their current values."""
+    rng = np.random.default_rng(3)
+    n, d, b = 2, 2, 0.8
+    spread2 = rng.uniform(0.05, 4.0, (n, d))
+    q = _random_factors(rng, n, d)
+    t = {k: tuple(torch.tensor(x) for x in v) for k, v in q.items()}
+    new = ig_cavi_sweep(
+        torch.tensor(spread2), t["lam"], t["nu"], t["theta"], t["xi"], global_scale=b
+    )
+    new = dict(zip(("lam", "nu", "theta", "xi"), new))
+    current = dict(q)
+    for key in ("lam", "nu", "theta", "xi"):  # the sweep's order
+        shape = np.shape(current[key][0])
+
+        def objective(x, key=key, shape=shape):
+            k = int(np.prod(shape))
+            trial = dict(current)
+            trial[key] = (np.exp(x[:k]).reshape(shape), np.exp(x[k:]).reshape(shape))
+            return _np_kl(spread2, trial["lam"], trial["nu"], trial["theta"], trial["xi"], b)
+
+        x0 = np.zeros(2 * int(np.prod(shape)))
+        res = optimize.minimize(objective, x0, method="BFGS", options={"gtol": 1e-10})
+        k = int(np.prod(shape))
+        a_num, r_num = np.exp(res.x[:k]).reshape(shape), np.exp(res.x[k:]).reshape(shape)
+        a_cavi, r_cavi = (v.numpy() for v in new[key])
+        np.testing.assert_allclose(a_cavi, a_num, rtol=1e-4, err_msg=key)
+        np.testing.assert_allclose(r_cavi, r_num, rtol=1e-4, err_msg=key)
+        # and no better point exists nearby: the closed form is at least as good
+        assert objective(np.concatenate([np.log(a_cavi).ravel(), np.log(r_cavi).ravel()])) <= (
+            res.fun + 1e-9
+        )
+        current[key] = (a_cavi, r_cavi)
+    # the shapes are the conjugate ones: 1, 1, (N + 1) / 2, 1
+    assert np.allclose(new["lam"][0].numpy(), 1.0) and np.allclose(new["theta"][0], 1.5)
+
+
+def test_cavi_iterations_converge_and_shrink_small_spreads():
+    """Spec toy: iterating the updates with fixed E[(s - beta)^2] converges, never raises the
+    KL, and E[1/lambda^2] is large for a tiny spread and small for a big one."""
+    spread2 = torch.tensor([[1e-2], [1.0], [1e2]], dtype=torch.float64)
+    one = torch.ones(3, 1, dtype=torch.float64)
+    q = [(0.5 * one, one), (0.5 * one, one.clone()), (torch.full((1,), 0.5), torch.ones(1))]
+    q = [tuple(x.double() for x in f) for f in q] + [(torch.full((1,), 0.5).double(),) * 2]
+    kls = []
+    for _ in range(1500):
+        q = list(ig_cavi_sweep(spread2, *q))
+        kls.append(_np_kl(spread2.numpy(), *[tuple(x.numpy() for x in f) for f in q], 1.0))
+    assert all(b <= a + 1e-9 for a, b in zip(kls, kls[1:]))
+    prev = [tuple(x.clone() for x in f) for f in q]
+    q = list(ig_cavi_sweep(spread2, *q))
+    for f_new, f_old in zip(q, prev):
+        assert torch.allclose(f_new[1], f_old[1], rtol=1e-9)
+    e_inv_lam = (q[0][0] / q[0][1]).ravel()
+    assert float(e_inv_lam[0]) > 10 * float(e_inv_lam[1]) > 10 * float(e_inv_lam[2])
+
+
+def test_model_cavi_update_matches_the_sweep_and_is_stationary():
+    torch.manual_seed(0)
+    m = HorseshoeSplatting(torch.zeros(4, 3), global_scale=0.7, ig_updates="cavi")
+    q0 = {k: tuple(x.double() for x in v) for k, v in m.ig_factors().items()}
+    kl0 = float(m.kl())
+    m.cavi_update()
+    expect = ig_cavi_sweep(torch.ones(4, 3, dtype=torch.float64), *q0.values(), global_scale=0.7)
+    for (a, r), (ea, er) in zip(m.ig_factors().values(), expect):
+        assert torch.allclose(a.double(), ea, rtol=1e-5) and torch.allclose(
+            r.double(), er, rtol=1e-5
+        )
+    assert float(m.kl()) < kl0
+    # the last factor updated (xi) is a stationary point of the model's own KL
+    for name in ("xi_a", "xi_b"):
+        getattr(m, name).requires_grad_(True)
+    m.kl().backward()
+    assert float(m.xi_a.grad.abs().max()) < 1e-4 and float(m.xi_b.grad.abs().max()) < 1e-4
+    with pytest.raises(ValueError, match="prior"):
+        HorseshoeSplatting(torch.zeros(2, 3), prior="gaussian", ig_updates="cavi")
+    with pytest.raises(ValueError, match="cavi_every"):
+        HorseshoeSplatting(torch.zeros(2, 3), ig_updates="cavi", cavi_every=0)
+    with pytest.raises(ValueError, match="ig_updates"):
+        HorseshoeSplatting(torch.zeros(2, 3), ig_updates="newton")
+
+
+def test_fit_with_cavi_sweeps_on_schedule_and_keeps_ig_out_of_adam():
+    d = make_scene_data(6, size=16, n_train=2, n_test=1, texels=3, seed=0)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1, ig_updates="cavi", cavi_every=3)
+    q0 = {k: tuple(x.double() for x in v) for k, v in m.ig_factors().items()}
+    m.fit(d["train_images"], d["train_cams"], steps=5)
+    assert m.cavi_log == [3]
+    # the IG factors take no Adam step: after 5 steps they are exactly one sweep from the init
+    n = m.means.shape[0]
+    expect = ig_cavi_sweep(torch.ones(n, 3, dtype=torch.float64), *q0.values())
+    for (a, r), (ea, er) in zip(m.ig_factors().values(), expect):
+        assert torch.allclose(a.double(), ea, rtol=1e-5) and torch.allclose(
+            r.double(), er, rtol=1e-5
+        )
+    # with densification the IG rows follow their splats and stay out of the optimizer
+    m2 = HorseshoeSplatting(d["init_means"], mc_train=1, ig_updates="cavi", cavi_every=2)
+    m2.fit(
+        d["train_images"], d["train_cams"], steps=4, densify_from=2, densify_every=2,
+        grad_threshold=1e-3,
+    )  # fmt: skip
+    assert m2.cavi_log == [2, 4] and m2.means.shape[0] > d["init_means"].shape[0]
+    assert m2.lam_a.shape == m2.beta.shape and not m2.lam_a.requires_grad
+    f = m2.ig_factors()
+    assert torch.allclose(f["theta"][0], torch.full((3,), 0.5 * (m2.means.shape[0] + 1)))
+    assert torch.isfinite(m2.kl())
+
+
+def test_kl_anneal_factor_schedule():
+    assert [kl_anneal_factor(t, 10, 0.3) for t in range(1, 11)] == pytest.approx(
+        [0.0, 1 / 3, 2 / 3, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    )
+    assert [kl_anneal_factor(t, 4, 1.0) for t in range(1, 5)] == pytest.approx(
+        [0.0, 0.25, 0.5, 0.75]
+    )
+    assert [kl_anneal_factor(t, 5, 0.0) for t in range(1, 6)] == [1.0] * 5
+    assert kl_anneal_factor(1, 150, 0.3) == 0.0 and kl_anneal_factor(46, 150, 0.3) == 1.0
+    assert kl_anneal_factor(45, 150, 0.3) == pytest.approx(44 / 45)
+    for bad in (dict(step=0, steps=4, anneal=0.5), dict(step=5, steps=4, anneal=0.5)):
+        with pytest.raises(ValueError, match="step"):
+            kl_anneal_factor(**bad)
+    with pytest.raises(ValueError, match="anneal"):
+        kl_anneal_factor(1, 4, 1.5)
+
+
+def test_fit_applies_the_kl_annealing_factor():
+    d = make_scene_data(6, size=16, n_train=2, n_test=1, texels=3, seed=0)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1, kl_weight=1.0)
+    before = {k: getattr(m, k).detach().clone() for k in ("lam_a", "theta_b", "xi_a")}
+    m.fit(d["train_images"], d["train_cams"], steps=1, kl_anneal=0.5)
+    assert m.kl_factors == [0.0]
+    # factor 0: the IG factors (only in the KL) get a zero gradient, so Adam leaves them alone
+    for k, v in before.items():
+        assert torch.equal(getattr(m, k).detach(), v), k
+    m2 = HorseshoeSplatting(d["init_means"], mc_train=1, kl_weight=1.0)
+    m2.fit(d["train_images"], d["train_cams"], steps=1)
+    assert m2.kl_factors == [1.0] and not torch.equal(m2.lam_a.detach(), before["lam_a"])
+    # the recorded loss is reconstruction + factor * weight * KL / #scales
+    m3 = HorseshoeSplatting(d["init_means"], mc_train=1, kl_weight=1.0, rho0=-30.0, seed=5)
+    # one view, sigma ~ 0 and (almost) no learning: the reconstruction is the same every step
+    m3.fit(
+        d["train_images"][:1], d["train_cams"][:1], steps=4, kl_anneal=1.0, lr=1e-12,
+        horseshoe_lr=1e-12,
+    )  # fmt: skip
+    assert m3.kl_factors == pytest.approx([0.0, 0.25, 0.5, 0.75])
+    per_scale_kl = float(m3.kl().detach()) / m3.beta.numel()
+    assert per_scale_kl > 1.0
+    steps_up = np.diff(m3.history)
+    np.testing.assert_allclose(steps_up, 0.25 * per_scale_kl, rtol=1e-4)
+    with pytest.raises(ValueError, match="kl_anneal"):
+        m.fit(d["train_images"], d["train_cams"], steps=1, kl_anneal=-0.1)
+
+
+def test_nan_in_ig_parameters_is_reset_counted_and_announced():
+    d = make_scene_data(6, size=16, n_train=2, n_test=1, texels=3, seed=0)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1)
+    with torch.no_grad():
+        m.lam_a[0, 1] = float("nan")
+        m.theta_b[2] = float("nan")
+    with pytest.warns(RuntimeWarning, match="2 NaN entries"):
+        m.fit(d["train_images"], d["train_cams"], steps=2)
+    assert m.ig_nan_resets == 2
+    assert m.nan_reset_log == [{"step": 0, "counts": {"lam_a": 1, "theta_b": 1}}]
+    assert all(torch.isfinite(getattr(m, k)).all() for k in ("lam_a", "theta_b"))
+    assert np.isfinite(m.history).all()
+    # the reset value: shape / rate 0.5, as the official code's reset
+    m2 = HorseshoeSplatting(torch.zeros(2, 3))
+    with torch.no_grad():
+        m2.nu_b[1, 0] = float("nan")
+    assert m2.reset_nan_ig() == {"nu_b": 1} and m2.ig_nan_resets == 1
+    assert float(m2.ig_factors()["nu"][1][1, 0]) == pytest.approx(0.5, rel=1e-6)
+    assert m2.reset_nan_ig() == {} and m2.ig_nan_resets == 1
+
+
+def test_nan_from_a_gradient_is_reset_once_with_its_adam_moments():
+    """A NaN gradient poisons Adam's moments; the reset clears them, or the entry would turn
+    NaN again at the next step (and be reset at every step after)."""
+    d = make_scene_data(6, size=16, n_train=2, n_test=1, texels=3, seed=0)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1)
+    calls = []
+
+    def poison(grad):
+        calls.append(1)
+        if len(calls) == 1:
+            grad = grad.clone()
+            grad[0, 0] = float("nan")
+        return grad
+
+    m.lam_a.register_hook(poison)
+    with pytest.warns(RuntimeWarning):
+        m.fit(d["train_images"], d["train_cams"], steps=3)
+    assert m.nan_reset_log == [{"step": 1, "counts": {"lam_a": 1}}] and m.ig_nan_resets == 1
+    assert torch.isfinite(m.lam_a).all()
+    off = HorseshoeSplatting(d["init_means"], mc_train=1)
+    with torch.no_grad():
+        off.xi_a[0] = float("nan")
+    off.fit(d["train_images"], d["train_cams"], steps=1, reset_nan=False)
+    assert off.ig_nan_resets == 0 and bool(torch.isnan(off.xi_a).any())
+    with pytest.raises(TypeError, match="reset_nan"):
+        off.fit(d["train_images"], d["train_cams"], steps=1, reset_nan="yes")

@@ -143,6 +143,7 @@ def _evaluate(model: HorseshoeSplatting, data: dict) -> dict:
         "densify_log": model.densify_log,
         "median_posterior_std": float(post_std.median()),
         "median_sigma": float(model.sigma.detach().median()),
+        "ig_nan_resets": model.ig_nan_resets,  # NaN entries of the IG factors reset in fit
         "sparsity": _sparsity(model, data),
     }
 
@@ -301,6 +302,7 @@ def uncertainty(ctx: Context) -> Result:
             "nll_kde_hs": r["hs"]["nll_kde"],
             "psnr_hs": r["hs"]["psnr"],
             "ssim_hs": r["hs"]["ssim"],
+            "ig_nan_resets_hs": r["hs"]["ig_nan_resets"],
         },
         baseline={
             k: {m: r[k][m] for m in ("spearman", "ause", "nll", "nll_kde", "psnr", "ssim")}

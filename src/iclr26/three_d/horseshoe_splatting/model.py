@@ -13,6 +13,7 @@ Colour is view-dependent spherical harmonics of degree ``sh_degree`` (as 3DGS)."
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -22,12 +23,20 @@ from iclr26 import validation as V
 from iclr26.three_d.gs_raster import Camera, l1_dssim_loss, quat_to_rotmat, render, rgb_to_sh0
 from iclr26.three_d.gs_raster.losses import WINDOW_SIZE
 
-from .inverse_gamma import _e_inv, _e_log, _entropy, _expected_log_ig, _kl
+from .inverse_gamma import _cavi_sweep, _e_inv, _e_log, _entropy, _expected_log_ig, _kl
 
 PRIORS = ("horseshoe", "gaussian", "laplace", "none")
 # reconstruction terms: the paper's Gaussian NLL with a learned pixel std (default), or the
 # official code's 3DGS photometric loss (1 - lambda) L1 + lambda (1 - SSIM)
 PHOTOMETRIC = ("gaussian_nll", "l1_dssim")
+# how the inverse-Gamma factors are updated: Adam on the ELBO (the paper's and the code's), or
+# closed-form mean-field coordinate ascent every ``cavi_every`` steps (an option, not the paper's)
+IG_UPDATES = ("sgd", "cavi")
+# the raw (softplus) parameters of the IG factors: (shape, rate) of lambda^2, nu, theta^2, xi
+IG_PARAMS = ("lam_a", "lam_b", "nu_a", "nu_b", "theta_a", "theta_b", "xi_a", "xi_b")
+# the official code resets NaN entries of its horseshoe parameters to this value every step
+NAN_RESET_VALUE = 0.5
+_IG_EPS = 1e-6  # added to softplus so shapes and rates stay > 0
 # tensors with one row per splat (densification clones, splits and prunes them together)
 PER_SPLAT = (
     "means",
@@ -46,6 +55,25 @@ PER_SPLAT = (
 
 def _inv_softplus(x: float) -> float:
     return math.log(math.expm1(x))
+
+
+def _inv_softplus_tensor(x: torch.Tensor) -> torch.Tensor:
+    """softplus^-1 in float64 (stable for large x); x is clamped to >= 1e-12."""
+    x = x.double().clamp_min(1e-12)
+    return x + torch.log(-torch.expm1(-x))
+
+
+def kl_anneal_factor(step: int, steps: int, anneal: float) -> float:
+    """Factor on the KL at training step ``step`` (1-based) of ``steps``: a linear warm-up from 0
+    over the first ``R = max(1, round(anneal * steps))`` steps, ``min(1, (step - 1) / R)``, so
+    step 1 has 0 and every step after R has 1; ``anneal=0`` turns it off (always 1)."""
+    steps = V.check_int(steps, "steps", low=1)
+    step = V.check_int(step, "step", low=1, high=steps)
+    anneal = V.check_scalar(anneal, "anneal", low=0.0, high=1.0)
+    if anneal == 0.0:
+        return 1.0
+    ramp = max(1, round(anneal * steps))
+    return min(1.0, (step - 1) / ramp)
 
 
 class HorseshoeSplatting(nn.Module):
@@ -74,6 +102,8 @@ class HorseshoeSplatting(nn.Module):
         sh_degree: int = 3,
         background=(1.0, 1.0, 1.0),
         seed: int = 0,
+        ig_updates: str = "sgd",
+        cavi_every: int = 10,
     ) -> None:
         super().__init__()
         V.check_tensor(init_means, "init_means", ndim=2, shape=(None, 3), floating=True)
@@ -94,6 +124,13 @@ class HorseshoeSplatting(nn.Module):
         pixel_std0 = V.check_scalar(pixel_std0, "pixel_std0", low=0, low_open=True)
         self.clamp_samples = V.check_bool(clamp_samples, "clamp_samples")
         self.sh_degree = V.check_int(sh_degree, "sh_degree", low=0, high=3)
+        self.ig_updates = V.check_choice(ig_updates, "ig_updates", IG_UPDATES)
+        if self.ig_updates == "cavi" and self.prior != "horseshoe":
+            raise ValueError(
+                f'ig_updates="cavi" needs prior="horseshoe" (the only prior with IG factors), '
+                f"got prior={self.prior!r}"
+            )
+        self.cavi_every = V.check_int(cavi_every, "cavi_every", low=1)
         self.background = torch.as_tensor(background, dtype=torch.float32)
         V.check_tensor(self.background, "background", shape=(3,), floating=True, low=0.0, high=1.0)
         self.generator = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
@@ -118,6 +155,13 @@ class HorseshoeSplatting(nn.Module):
         self.theta_b = nn.Parameter(torch.full((3,), _inv_softplus(1.0 / self.global_scale**2)))
         self.xi_a = nn.Parameter(torch.full((3,), half))
         self.xi_b = nn.Parameter(torch.full((3,), _inv_softplus(1.0 / self.global_scale**2)))
+        if self.ig_updates == "cavi":  # closed-form updates only: no gradients for the IG factors
+            for name in IG_PARAMS:
+                getattr(self, name).requires_grad_(False)
+        self.ig_nan_resets = 0  # IG entries reset from NaN over the model's life
+        self.nan_reset_log: list[dict] = []
+        self.cavi_log: list[int] = []
+        self.kl_factors: list[float] = []
 
     # ------------------------------------------------------------------ posterior pieces
     @property
@@ -125,7 +169,64 @@ class HorseshoeSplatting(nn.Module):
         return F.softplus(self.rho)
 
     def _ig(self, a, b):
-        return F.softplus(a) + 1e-6, F.softplus(b) + 1e-6
+        return F.softplus(a) + _IG_EPS, F.softplus(b) + _IG_EPS
+
+    def ig_factors(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The (shape, rate) of every IG factor: ``lam`` and ``nu`` (N, 3), ``theta`` and ``xi``
+        (3,), detached."""
+        return {
+            k: tuple(t.detach() for t in self._ig(getattr(self, f"{k}_a"), getattr(self, f"{k}_b")))
+            for k in ("lam", "nu", "theta", "xi")
+        }
+
+    @torch.no_grad()
+    def _set_ig(self, key: str, shape: torch.Tensor, rate: torch.Tensor) -> None:
+        for suffix, value in (("a", shape), ("b", rate)):
+            p = getattr(self, f"{key}_{suffix}")
+            raw = _inv_softplus_tensor(value.double() - _IG_EPS)
+            p.copy_(raw.to(p.dtype).expand_as(p))
+
+    @torch.no_grad()
+    def cavi_update(self, *, sweeps: int = 1) -> None:
+        """``sweeps`` closed-form coordinate-ascent sweeps over the IG factors (lambda^2, nu,
+        theta^2, xi in turn, see :func:`ig_cavi_sweep`); each update is the exact optimum of the
+        ELBO (here: of the KL, the only term holding them) in that factor given the others.
+        Under q(s) = N(beta, sigma^2) the standardised spread E[(s - beta)^2] / sigma^2 is 1."""
+        if self.prior != "horseshoe":
+            raise ValueError(f'cavi_update needs prior="horseshoe", got prior={self.prior!r}')
+        sweeps = V.check_int(sweeps, "sweeps", low=1)
+        q = {k: (a.double(), b.double()) for k, (a, b) in self.ig_factors().items()}
+        spread2 = torch.ones_like(q["lam"][0])
+        b2 = torch.full_like(q["xi"][1], 1.0 / self.global_scale**2)
+        lam, nu, theta, xi = q["lam"], q["nu"], q["theta"], q["xi"]
+        for _ in range(sweeps):
+            lam, nu, theta, xi = _cavi_sweep(spread2, nu, theta, xi, b2)
+        for key, (a, b) in zip(("lam", "nu", "theta", "xi"), (lam, nu, theta, xi)):
+            self._set_ig(key, a, b)
+
+    @torch.no_grad()
+    def reset_nan_ig(self, opt: torch.optim.Optimizer | None = None) -> dict[str, int]:
+        """Reset NaN entries of the IG parameters so that their shape/rate is 0.5 (the official
+        code's reset), zero their Adam moments in ``opt`` (if given), add them to
+        ``ig_nan_resets`` and return the count per parameter (only those with a reset)."""
+        if opt is not None and not isinstance(opt, torch.optim.Optimizer):
+            raise TypeError(f"opt must be a torch optimizer or None, got {type(opt).__name__}")
+        raw = _inv_softplus(NAN_RESET_VALUE - _IG_EPS)
+        counts = {}
+        for name in IG_PARAMS:
+            p = getattr(self, name)
+            bad = torch.isnan(p)
+            n_bad = int(bad.sum())
+            if not n_bad:
+                continue
+            p[bad] = raw
+            state = opt.state.get(p) if opt is not None else None
+            for key in ("exp_avg", "exp_avg_sq"):
+                if state and key in state:
+                    state[key][bad] = 0
+            counts[name] = n_bad
+        self.ig_nan_resets += sum(counts.values())
+        return counts
 
     def kl(self) -> torch.Tensor:
         """KL(q || p) of the scale hierarchy, summed over splats and axes (0 for ``"none"``)."""
@@ -237,6 +338,7 @@ class HorseshoeSplatting(nn.Module):
         camera: Camera,
         photometric: str = "gaussian_nll",
         lambda_dssim: float = 0.2,
+        kl_factor: float = 1.0,
     ):
         var = F.softplus(self.pixel_rho) ** 2 + 1e-8
         draws = 1 if self.prior == "none" else self.mc_train
@@ -253,7 +355,8 @@ class HorseshoeSplatting(nn.Module):
             nll = (
                 nll + (0.5 * (image - pred) ** 2 / var + 0.5 * torch.log(2 * math.pi * var)).mean()
             )
-        return nll / draws + self.kl_weight * self.kl() / max(self.beta.numel(), 1), outs
+        kl_weight = self.kl_weight * kl_factor
+        return nll / draws + kl_weight * self.kl() / max(self.beta.numel(), 1), outs
 
     def fit(
         self,
@@ -272,6 +375,8 @@ class HorseshoeSplatting(nn.Module):
         opacity_reset_every: int | None = 3000,
         photometric: str = "gaussian_nll",
         lambda_dssim: float = 0.2,
+        kl_anneal: float = 0.0,
+        reset_nan: bool = True,
     ):
         """Adam on random training views, one view per step, with the 3DGS densification
         schedule: every ``densify_every`` steps in ``[densify_from, densify_until)`` splats whose
@@ -283,7 +388,15 @@ class HorseshoeSplatting(nn.Module):
         ``photometric`` picks the reconstruction term (see :meth:`loss`): ``"gaussian_nll"``
         (default; the paper's) or ``"l1_dssim"`` (the official code's 3DGS loss, weight
         ``lambda_dssim``; needs images of at least 11x11 pixels, the SSIM window; the pixel std
-        is then not trained)."""
+        is then not trained). ``kl_anneal`` in [0, 1] warms the KL weight up linearly from 0
+        over that fraction of the steps (:func:`kl_anneal_factor`; 0: off, the default); the
+        factor of every step is kept in ``kl_factors``. With ``ig_updates="cavi"`` the IG factors
+        take no Adam steps and get one closed-form sweep (:meth:`cavi_update`) at the end of every
+        ``cavi_every``-th step, after its densification (the steps are kept in ``cavi_log``).
+        With ``reset_nan`` (default, as the official code) NaN entries of the IG parameters are
+        reset before the first step and after every step (:meth:`reset_nan_ig`); each reset is
+        logged in ``nan_reset_log``, counted in ``ig_nan_resets`` and announced by a
+        ``RuntimeWarning`` at the end of ``fit``."""
         if (
             not isinstance(cameras, (list, tuple))
             or not cameras
@@ -315,6 +428,8 @@ class HorseshoeSplatting(nn.Module):
         min_opacity = V.check_scalar(min_opacity, "min_opacity", low=0, high=1)
         if opacity_reset_every is not None:
             opacity_reset_every = V.check_int(opacity_reset_every, "opacity_reset_every", low=1)
+        kl_anneal = V.check_scalar(kl_anneal, "kl_anneal", low=0.0, high=1.0)
+        reset_nan = V.check_bool(reset_nan, "reset_nan")
         centres = torch.stack([c.center.detach().cpu().float() for c in cameras])
         extent = 1.1 * float((centres - centres.mean(0)).norm(dim=1).max())  # 3DGS's extent
         extent = max(extent, 1e-6)
@@ -322,15 +437,32 @@ class HorseshoeSplatting(nn.Module):
         order = torch.randint(0, len(cameras), (steps,), generator=self.generator)
         self.history = []
         self.densify_log = []
+        self.nan_reset_log = []
+        self.cavi_log = []
+        self.kl_factors = []
         self._reset_grad_stats()
+        if reset_nan:
+            self._log_nan_resets(opt, 0)
+        cavi = self.ig_updates == "cavi"
         for step, i in enumerate(order.tolist(), start=1):
             opt.zero_grad()
+            kl_factor = kl_anneal_factor(step, steps, kl_anneal)
+            self.kl_factors.append(kl_factor)
             loss, outs = self._loss(
-                images[i].float().to(self.beta.device), cameras[i], photometric, lambda_dssim
+                images[i].float().to(self.beta.device),
+                cameras[i],
+                photometric,
+                lambda_dssim,
+                kl_factor,
             )
             loss.backward()
-            torch.nn.utils.clip_grad_norm_([self.theta_a, self.theta_b, self.xi_a, self.xi_b], 5.0)
+            if not cavi:
+                torch.nn.utils.clip_grad_norm_(
+                    [self.theta_a, self.theta_b, self.xi_a, self.xi_b], 5.0
+                )
             opt.step()
+            if reset_nan:
+                self._log_nan_resets(opt, step)
             self.history.append(float(loss.detach()))
             if step < densify_until:
                 self._accumulate_grad_stats(outs, cameras[i])
@@ -340,22 +472,37 @@ class HorseshoeSplatting(nn.Module):
                     )
                 if opacity_reset_every is not None and step % opacity_reset_every == 0:
                     self._reset_opacity(opt)
+            if cavi and step % self.cavi_every == 0:  # after densifying: theta sees the new N
+                self.cavi_update()
+                self.cavi_log.append(step)
+        n_reset = sum(sum(e["counts"].values()) for e in self.nan_reset_log)
+        if n_reset:
+            warnings.warn(
+                f"fit reset {n_reset} NaN entries of the inverse-Gamma parameters to "
+                f"{NAN_RESET_VALUE} at {len(self.nan_reset_log)} step(s); see nan_reset_log",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return self
+
+    def _log_nan_resets(self, opt, step: int) -> None:
+        counts = self.reset_nan_ig(opt)
+        if counts:
+            self.nan_reset_log.append({"step": step, "counts": counts})
 
     # ------------------------------------------------------------------ densification (3DGS)
     def _optimizer(self, lr: float, horseshoe_lr: float) -> torch.optim.Adam:
-        ig = ["lam_a", "lam_b", "nu_a", "nu_b", "theta_a", "theta_b", "xi_a", "xi_b"]
         groups = {"rest": [], "ig": [], "sh_rest": []}
         for name, p in self.named_parameters():
-            key = "ig" if name in ig else "sh_rest" if name == "sh_rest" else "rest"
+            key = "ig" if name in IG_PARAMS else "sh_rest" if name == "sh_rest" else "rest"
             groups[key].append(p)
-        return torch.optim.Adam(
-            [
-                {"params": groups["rest"], "lr": lr},
-                {"params": groups["sh_rest"], "lr": lr / 20},  # 3DGS: higher SH bands lr / 20
-                {"params": groups["ig"], "lr": horseshoe_lr},
-            ]
-        )
+        param_groups = [
+            {"params": groups["rest"], "lr": lr},
+            {"params": groups["sh_rest"], "lr": lr / 20},  # 3DGS: higher SH bands lr / 20
+        ]
+        if self.ig_updates == "sgd":  # under "cavi" the IG factors are set in closed form
+            param_groups.append({"params": groups["ig"], "lr": horseshoe_lr})
+        return torch.optim.Adam(param_groups)
 
     def _reset_grad_stats(self) -> None:
         n = self.means.shape[0]
@@ -425,7 +572,7 @@ class HorseshoeSplatting(nn.Module):
             if name in overrides:
                 rows, value = overrides[name]
                 data[rows] = value
-            new = nn.Parameter(data[keep])
+            new = nn.Parameter(data[keep], requires_grad=old.requires_grad)
             state = opt.state.pop(old, None)
             if state:
                 for key in ("exp_avg", "exp_avg_sq"):
@@ -433,8 +580,9 @@ class HorseshoeSplatting(nn.Module):
                     moment[fresh] = 0
                     state[key] = moment[keep]
                 opt.state[new] = state
-            group, k = slot[id(old)]
-            group["params"][k] = new
+            if id(old) in slot:  # the IG factors are in no group under ig_updates="cavi"
+                group, k = slot[id(old)]
+                group["params"][k] = new
             setattr(self, name, new)
 
     @torch.no_grad()
