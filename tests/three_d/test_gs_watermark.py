@@ -416,3 +416,108 @@ def test_explicit_quantize_and_baseline():
     assert 0 <= b1.bit_accuracy(cams[2:], bits=6) <= 1
     with pytest.raises(ValueError, match="decoder was trained for 4"):
         ExplicitWatermark.from_anchor(gs, cams[0], dec, message_bits(8))
+
+
+def _record_overrides(monkeypatch):
+    """Record, at every neural_gaussians call, how far the features / scaling / offsets that
+    the training loop passes in are from the model's own (None where not overridden)."""
+    calls = []
+    original = AnchorGS.neural_gaussians
+
+    def spy(self, camera, features=None, **kw):
+        rec = {"camera": tuple(camera.center.tolist())}
+        if features is not None:
+            rec["feature"] = (features - self.feature).detach().clone()
+        if kw.get("scaling") is not None:
+            rec["scaling"] = (kw["scaling"] - torch.exp(self.scaling)).detach().clone()
+        if kw.get("offset") is not None:
+            rec["offset"] = (kw["offset"] - self.offset).detach().clone()
+        calls.append(rec)
+        return original(self, camera, features, **kw)
+
+    monkeypatch.setattr(AnchorGS, "neural_gaussians", spy)
+    return calls
+
+
+def test_phase1_feature_noise_only_after_noise_from_and_bounded(tiny, monkeypatch):
+    """HAC's first phase: fixed-step feature noise U(-q/2, q/2) on steps t > noise_from only
+    (the paper's 3k-10k); scaling / offset noise on every step, each within half its step."""
+    views, cams, pts, _ = tiny
+    calls = _record_overrides(monkeypatch)
+    AnchorGS.fit(
+        views[:3],
+        cams[:3],
+        pts,
+        steps=10,
+        voxel=0.3,
+        feature_dim=8,
+        k=2,
+        feature_noise=0.5,
+        scaling_noise=0.01,
+        offset_noise=0.2,
+    )
+    assert len(calls) == 10
+    for t, rec in enumerate(calls, start=1):
+        f = rec["feature"]
+        if t <= 3:  # noise_from defaults to 3 * 10 // 10
+            assert torch.equal(f, torch.zeros_like(f)), t
+        else:
+            assert 0 < f.abs().max() <= 0.25 + 1e-6, t
+            assert f.abs().max() > 0.2  # it fills the interval, not a smaller one
+        assert 0 < rec["scaling"].abs().max() <= 0.005 + 1e-7
+        assert 0 < rec["offset"].abs().max() <= 0.1 + 1e-6
+    noise = torch.cat([rec["feature"].reshape(-1) for rec in calls[3:]])
+    assert abs(float(noise.mean())) < 0.02 and abs(float((noise**2).mean()) - 0.25**2 / 3) < 0.005
+    noisy_cameras = [rec["camera"] for rec in calls]
+    # off by default: no override at all, and the noise did not change the camera order
+    calls.clear()
+    m = AnchorGS.fit(views[:3], cams[:3], pts, steps=10, voxel=0.3, feature_dim=8, k=2)
+    assert all(set(rec) <= {"camera", "feature"} for rec in calls)
+    assert all(not rec["feature"].any() for rec in calls)
+    assert [rec["camera"] for rec in calls] == noisy_cameras
+    assert len(set(noisy_cameras)) > 1
+    assert torch.equal(m.render(cams[3]), m.render(cams[3]))  # no noise at evaluation
+
+
+def test_growing_paused_after_the_noise_starts(tiny):
+    """Growing events at noise_from <= t < noise_from + grow_pause are skipped (the release's
+    3k-4k pause); the default pause is steps // 10 with feature noise and none without."""
+    views, cams, pts, _ = tiny
+    kw = dict(steps=10, voxel=0.3, grow_every=1, grow_voxel=0.3 / 64, max_anchors=200)
+    plain = AnchorGS.fit(views[:3], cams[:3], pts, **kw)
+    assert len(plain.growth_log) == 10
+    paused = AnchorGS.fit(
+        views[:3], cams[:3], pts, feature_noise=0.2, noise_from=3, grow_pause=4, **kw
+    )
+    assert len(paused.growth_log) == 6  # events 3, 4, 5, 6 skipped
+    default = AnchorGS.fit(views[:3], cams[:3], pts, feature_noise=0.2, **kw)
+    assert len(default.growth_log) == 9  # 10 // 10 = 1 event skipped (t = 3)
+
+
+def test_compmarkgs_attribute_noise_bounded_and_compressor_rounds_at_eval(tiny, monkeypatch):
+    views, cams, pts, _ = tiny
+    gs = AnchorGS(pts, feature_dim=8, k=2, voxel=0.3)
+    wm = CompMarkGS(gs, MessageDecoder(8).eval(), message_bits(8), qdl=None)
+    calls = _record_overrides(monkeypatch)
+    wm.fit(views[:3], cams[:3], steps=3, msg_from=1, scaling_noise=0.004, offset_noise=0.3)
+    assert len(calls) == 3
+    for rec in calls:
+        assert 0 < rec["scaling"].abs().max() <= 0.002 + 1e-7
+        assert 0 < rec["offset"].abs().max() <= 0.15 + 1e-6
+    calls.clear()
+    # evaluation: no noise; a compressor with attribute steps rounds exp(l) and O to its grid
+    c = HACLikeCompressor(0.4, scaling_step=0.05, offset_step=0.3)
+    attrs = c.attributes(wm.gs)
+    s, o = torch.exp(wm.gs.scaling.detach()), wm.gs.offset.detach()
+    assert (attrs["scaling"] - s).abs().max() <= 0.025 + 1e-7
+    assert torch.allclose(attrs["scaling"] / 0.05, torch.round(attrs["scaling"] / 0.05))
+    assert (attrs["offset"] - o).abs().max() <= 0.15 + 1e-6
+    assert torch.allclose(attrs["offset"] / 0.3, torch.round(attrs["offset"] / 0.3), atol=1e-5)
+    assert HACLikeCompressor(0.4).attributes(wm.gs) == dict(scaling=None, offset=None)
+    img = wm.render(cams[3], c)
+    f = HACLikeCompressor(0.4)(wm.watermarked_features())
+    assert torch.equal(img, wm.gs.render(cams[3], f, **attrs))
+    assert not torch.equal(img, wm.render(cams[3], HACLikeCompressor(0.4)))
+    assert calls[0]["offset"].abs().max() > 0  # the rounded offsets reached the render
+    assert set(calls[-1]) <= {"camera", "feature"}  # and nothing without a compressor
+    assert torch.equal(wm.render(cams[3]), wm.render(cams[3]))

@@ -2,7 +2,10 @@
 K offsets O) spawns K neural Gaussians whose opacity, colour and covariance come from three
 MLPs of [f, view direction]; positions p + O * exp(l[:3]), scales sigmoid(.) * exp(l[3:]).
 Neural Gaussians with non-positive opacity are dropped (tanh opacity head). ``fit`` runs
-Scaffold-GS training with its anchor growing and pruning (:mod:`.growing`)."""
+Scaffold-GS training with its anchor growing and pruning (:mod:`.growing`) and, optionally,
+HAC's training proxy for quantization: uniform noise U(-q/2, q/2) with a fixed step q on the
+anchor features (from 3/10 of the run, as from step 3k of the first 10k) and on the anchor
+scalings and offsets (every step, as in the CompMarkGS release)."""
 
 from __future__ import annotations
 
@@ -29,6 +32,21 @@ def check_views(views, cameras) -> tuple[torch.Tensor, list[Camera]]:
         if (c.height, c.width) != tuple(views.shape[1:3]):
             raise ValueError(f"cameras must match the views' size {tuple(views.shape[1:3])}")
     return views, list(cameras)
+
+
+def check_noise_step(value, name: str) -> float | None:
+    """A quantization step for training noise: None (no noise) or a finite number > 0."""
+    return V.check_scalar(value, name, low=0, low_open=True, allow_none=True)
+
+
+def uniform_noise(
+    x: torch.Tensor, step: float | torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """``x + u * step`` with u ~ U(-1/2, 1/2) per entry: HAC's differentiable stand-in for
+    rounding to multiples of ``step``. u is drawn on the CPU (the same stream on every
+    device) and then moved to ``x``."""
+    u = torch.rand(x.shape, generator=generator, dtype=x.dtype).to(x.device) - 0.5
+    return x + u * step
 
 
 def check_same_device(name: str, tensor: torch.Tensor, device: torch.device) -> None:
@@ -83,11 +101,19 @@ class AnchorGS(nn.Module):
         features: torch.Tensor | None = None,
         *,
         keep_all: bool = False,
+        scaling: torch.Tensor | None = None,
+        offset: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Neural Gaussians for ``camera`` from ``features`` (default: the anchor features),
         with ``keep`` (N*K,) the mask of positive opacity and ``opacity_all`` (N*K,) the raw
-        tanh opacities that the growing statistics read."""
+        tanh opacities that the growing statistics read. ``scaling`` (N, 6) replaces the
+        activated anchor scaling exp(l) and ``offset`` (N, K, 3) the offsets (noisy or rounded
+        copies; default: the model's own)."""
         f = self.feature if features is None else features
+        if scaling is not None and tuple(scaling.shape) != (self.n_anchors, 6):
+            raise ValueError(f"scaling must have shape ({self.n_anchors}, 6)")
+        if offset is not None and tuple(offset.shape) != (self.n_anchors, self.k, 3):
+            raise ValueError(f"offset must have shape ({self.n_anchors}, {self.k}, 3)")
         view = self.anchor - camera.center.to(self.anchor)
         view = view / view.norm(dim=1, keepdim=True).clamp_min(1e-8)
         x = torch.cat([f, view], dim=1)
@@ -95,10 +121,11 @@ class AnchorGS(nn.Module):
         opacity = torch.tanh(self.mlp_opacity(x)).reshape(n * k)
         color = torch.sigmoid(self.mlp_color(x)).reshape(n * k, 3)
         cov = self.mlp_cov(x).reshape(n, k, 7)
-        s = torch.exp(self.scaling)
+        s = torch.exp(self.scaling) if scaling is None else scaling
+        o = self.offset if offset is None else offset
         scales = torch.sigmoid(cov[..., :3]) * s[:, None, 3:]
         quats = nn.functional.normalize(cov[..., 3:], dim=-1)
-        means = self.anchor[:, None, :] + self.offset * s[:, None, :3]
+        means = self.anchor[:, None, :] + o * s[:, None, :3]
         keep = opacity > 0
         return dict(
             means=means.reshape(n * k, 3)[keep],
@@ -111,11 +138,17 @@ class AnchorGS(nn.Module):
         )
 
     def gaussians(
-        self, camera: Camera, features: torch.Tensor | None = None
+        self,
+        camera: Camera,
+        features: torch.Tensor | None = None,
+        *,
+        scaling: torch.Tensor | None = None,
+        offset: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Neural Gaussians for ``camera`` from ``features`` (default: the anchor features),
-        as keyword arguments of ``gs_raster.render``."""
-        g = self.neural_gaussians(camera, features)
+        as keyword arguments of ``gs_raster.render`` (``scaling``, ``offset``: as in
+        :meth:`neural_gaussians`)."""
+        g = self.neural_gaussians(camera, features, scaling=scaling, offset=offset)
         del g["keep"], g["opacity_all"]
         return g
 
@@ -130,12 +163,19 @@ class AnchorGS(nn.Module):
         return project(self.anchor, torch.exp(self.scaling[:, :3]), quats, camera).radii > 0
 
     def render(
-        self, camera: Camera, features: torch.Tensor | None = None, background=(0.0, 0.0, 0.0)
+        self,
+        camera: Camera,
+        features: torch.Tensor | None = None,
+        background=(0.0, 0.0, 0.0),
+        *,
+        scaling: torch.Tensor | None = None,
+        offset: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The (H, W, 3) image of ``camera``."""
+        """The (H, W, 3) image of ``camera`` (``scaling``, ``offset``: as in
+        :meth:`neural_gaussians`)."""
         if not isinstance(camera, Camera):
             raise TypeError(f"camera must be a gs_raster.Camera, got {type(camera).__name__}")
-        g = self.gaussians(camera, features)
+        g = self.gaussians(camera, features, scaling=scaling, offset=offset)
         return render(**g, camera=camera, background=list(background)).image
 
     @classmethod
@@ -153,6 +193,11 @@ class AnchorGS(nn.Module):
         grow_until: int | None = None,
         max_anchors: int | None = None,
         grow_voxel: float | None = None,
+        feature_noise: float | None = None,
+        noise_from: int | None = None,
+        grow_pause: int | None = None,
+        scaling_noise: float | None = None,
+        offset_noise: float | None = None,
         **kwargs,
     ) -> AnchorGS:
         """Fit anchors to ``views`` with L_scaffold = 0.65 L1 + 0.35 (1 - SSIM) + 0.01 volume.
@@ -160,7 +205,15 @@ class AnchorGS(nn.Module):
         ``grow_every`` (None: a fixed anchor set) runs Scaffold-GS growing and pruning with its
         ordinary thresholds (:data:`.growing.ORDINARY`) every that many steps, statistics
         gathered from step ``grow_from`` to ``grow_until`` (default: the last step), on a growing
-        grid whose finest voxel is ``grow_voxel`` (default ``voxel``)."""
+        grid whose finest voxel is ``grow_voxel`` (default ``voxel``).
+
+        Quantization noise (HAC / CompMarkGS, training only; None: off): ``feature_noise`` is a
+        fixed step q, and the anchor features get U(-q/2, q/2) noise on steps t > ``noise_from``
+        (default ``3 * steps // 10``: the paper's steps 3k-10k of this 10k-step phase). Growing
+        events at ``noise_from <= t < noise_from + grow_pause`` are skipped so the model adapts
+        to the noise (default ``steps // 10`` with feature noise, as 3k-4k; 0 without); the
+        statistics keep accumulating. ``scaling_noise`` and ``offset_noise`` add such noise on
+        every step to the activated anchor scaling exp(l) and to the offsets O."""
         from .growing import ORDINARY, AnchorGrowth, check_growth_schedule
         from .losses import ssim
 
@@ -170,10 +223,20 @@ class AnchorGS(nn.Module):
         grow_every, grow_from, grow_until = check_growth_schedule(
             grow_every, grow_from, grow_until, steps
         )
+        feature_noise = check_noise_step(feature_noise, "feature_noise")
+        scaling_noise = check_noise_step(scaling_noise, "scaling_noise")
+        offset_noise = check_noise_step(offset_noise, "offset_noise")
+        noise_from = (3 * steps) // 10 if noise_from is None else noise_from
+        noise_from = V.check_int(noise_from, "noise_from", low=0, high=steps - 1)
+        if grow_pause is None:
+            grow_pause = steps // 10 if feature_noise is not None else 0
+        grow_pause = V.check_int(grow_pause, "grow_pause", low=0)
         model = cls(points, seed=seed, **kwargs)
         check_same_device("views", views, model.anchor.device)
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         g = torch.Generator().manual_seed(seed)
+        # the noise has its own stream: switching it on leaves the camera order unchanged
+        g_noise = torch.Generator().manual_seed(seed + 1)
         growth = None
         if grow_every is not None:
             growth = AnchorGrowth(model, generator=g, max_anchors=max_anchors, voxel=grow_voxel)
@@ -182,7 +245,14 @@ class AnchorGS(nn.Module):
             i = int(torch.randint(len(cameras), (1,), generator=g))
             cam, target = cameras[i], views[i]
             gathering = growth is not None and grow_from <= t <= grow_until
-            info = model.neural_gaussians(cam)
+            f, s, o = model.feature, None, None
+            if feature_noise is not None and t > noise_from:
+                f = uniform_noise(f, feature_noise, g_noise)
+            if scaling_noise is not None:
+                s = uniform_noise(torch.exp(model.scaling), scaling_noise, g_noise)
+            if offset_noise is not None:
+                o = uniform_noise(model.offset, offset_noise, g_noise)
+            info = model.neural_gaussians(cam, f, scaling=s, offset=o)
             out = render(
                 **{k: info[k] for k in ("means", "scales", "quats", "opacities", "colors")},
                 camera=cam,
@@ -197,7 +267,8 @@ class AnchorGS(nn.Module):
             loss.backward()
             if gathering:
                 growth.accumulate(info, out, model.visible_anchors(cam), cam)
-                if t % grow_every == 0:
+                paused = 0 <= t - noise_from < grow_pause
+                if t % grow_every == 0 and not paused:
                     model.growth_log.append(
                         growth.adjust(opt, **ORDINARY, check_interval=grow_every)
                     )

@@ -1,8 +1,10 @@
 """CompMarkGS: the watermark embedding f^w = f + tanh(f') on anchor features, the quantization
 distortion layer (QDL) f~ = f^w + u * q with a learned per-anchor, per-channel step
 q = Q0 (1 + tanh(MLP_q(f^w))), a frozen message decoder on the Haar LL band of renders, the
-message loss BCE(10 * logits, M) ramped in, the hue-masked HSV loss, and a HAC-like anchor-feature
-quantizer as the compressor."""
+message loss BCE(10 * logits, M) ramped in, the hue-masked HSV loss, optional uniform noise on
+the anchor scalings and offsets during training (HAC's quantization proxy), and a HAC-like
+quantizer of the anchor features (and optionally of the scalings and offsets) as the
+compressor."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from torch import nn
 
 from iclr26 import validation as V
 
-from .anchor import AnchorGS, check_same_device, check_views
+from .anchor import AnchorGS, check_noise_step, check_same_device, check_views, uniform_noise
 from .growing import high_frequency_mask
 from .hidden import MessageDecoder, check_device, pretrain_decoder  # noqa: F401 (re-exported)
 from .losses import frequency_error, hsv_loss, ssim
@@ -47,10 +49,34 @@ class QuantizationDistortionLayer(nn.Module):
 
 class HACLikeCompressor:
     """Stand-in for HAC's anchor-feature coding: f -> round(f / step) * step; the rate is the
-    empirical entropy of the symbols (bits)."""
+    empirical entropy of the symbols (bits). ``scaling_step`` / ``offset_step`` (None: kept
+    exact) also round the activated anchor scalings exp(l) and the offsets O, as HAC's decoder
+    does (its training noise simulates the same rounding)."""
 
-    def __init__(self, step: float = 0.2):
+    def __init__(
+        self,
+        step: float = 0.2,
+        *,
+        scaling_step: float | None = None,
+        offset_step: float | None = None,
+    ):
         self.step = V.check_scalar(step, "step", low=0, low_open=True)
+        self.scaling_step = check_noise_step(scaling_step, "scaling_step")
+        self.offset_step = check_noise_step(offset_step, "offset_step")
+
+    def attributes(self, gs: AnchorGS) -> dict[str, torch.Tensor | None]:
+        """Keyword arguments ``scaling`` / ``offset`` of :meth:`AnchorGS.render`: the rounded
+        exp(l) and O, or None where no step is set."""
+        if not isinstance(gs, AnchorGS):
+            raise TypeError(f"gs must be an AnchorGS, got {type(gs).__name__}")
+        out = dict(scaling=None, offset=None)
+        if self.scaling_step is not None:
+            s = torch.exp(gs.scaling.detach())
+            out["scaling"] = torch.round(s / self.scaling_step) * self.scaling_step
+        if self.offset_step is not None:
+            o = gs.offset.detach()
+            out["offset"] = torch.round(o / self.offset_step) * self.offset_step
+        return out
 
     def encode(self, features: torch.Tensor) -> torch.Tensor:
         V.check_tensor(features, "features", ndim=2, floating=True)
@@ -136,6 +162,8 @@ class CompMarkGS(nn.Module):
         fag: bool = True,
         max_anchors: int | None = None,
         grow_voxel: float | None = None,
+        scaling_noise: float | None = None,
+        offset_noise: float | None = None,
         seed: int = 0,
     ) -> CompMarkGS:
         """Phases 2 and 3 of the paper's run on a fitted anchor model. Steps up to
@@ -145,7 +173,11 @@ class CompMarkGS(nn.Module):
         frequency-aware rule (``fag=True``) or the ordinary Scaffold-GS rule. Later steps:
         lambda_img (L_scaffold + lambda_freq L_freq + lambda_hsv L_hsv) + lambda_msg ramp L_msg,
         the ramp linear over ``ramp`` steps (default a third of the phase). ``max_anchors`` and
-        ``grow_voxel`` go to :class:`.growing.AnchorGrowth`."""
+        ``grow_voxel`` go to :class:`.growing.AnchorGrowth`. ``scaling_noise`` and
+        ``offset_noise`` (None: off) add U(-q/2, q/2) noise of that step q to the activated anchor
+        scaling exp(l) and to the offsets O on every step, as the release does throughout
+        training. The QDL's and this noise come from their own generator, so the camera order
+        does not depend on them."""
         from iclr26.three_d.gs_raster import render
 
         from .growing import HIGH_FREQUENCY, ORDINARY, AnchorGrowth, check_growth_schedule
@@ -162,7 +194,11 @@ class CompMarkGS(nn.Module):
             grow_every, 0, msg_from // 2 if grow_until is None else grow_until, steps
         )
         fag = V.check_bool(fag, "fag")
-        g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
+        scaling_noise = check_noise_step(scaling_noise, "scaling_noise")
+        offset_noise = check_noise_step(offset_noise, "offset_noise")
+        seed = V.check_int(seed, "seed", low=0)
+        g = torch.Generator().manual_seed(seed)
+        g_noise = torch.Generator().manual_seed(seed + 1)
         groups = [
             dict(params=[self.embedding], lr=0.2 * lr * 10),
             dict(params=list(self.gs.parameters()), lr=lr),
@@ -189,8 +225,13 @@ class CompMarkGS(nn.Module):
             gathering = growth is not None and t <= grow_until
             f = self.watermarked_features()
             if self.qdl is not None:
-                f = self.qdl(f, generator=g)
-            info = self.gs.neural_gaussians(cam, f)
+                f = self.qdl(f, generator=g_noise)
+            sc = off = None
+            if scaling_noise is not None:
+                sc = uniform_noise(torch.exp(self.gs.scaling), scaling_noise, g_noise)
+            if offset_noise is not None:
+                off = uniform_noise(self.gs.offset, offset_noise, g_noise)
+            info = self.gs.neural_gaussians(cam, f, scaling=sc, offset=off)
             out = render(
                 **{k: info[k] for k in ("means", "scales", "quats", "opacities", "colors")},
                 camera=cam,
@@ -233,26 +274,33 @@ class CompMarkGS(nn.Module):
         self.eval()
         return self
 
-    @torch.no_grad()
-    def bit_accuracy(self, cameras, compressor: HACLikeCompressor | None = None) -> float:
-        """Mean bit accuracy over renders of ``cameras`` (optionally after compressing f^w)."""
+    def _compressed(self, compressor) -> tuple[torch.Tensor, dict]:
+        """f^w and the render's scaling / offset overrides after ``compressor`` (None: exact;
+        training noise never reaches evaluation)."""
         if compressor is not None and not isinstance(compressor, HACLikeCompressor):
             raise TypeError("compressor must be a HACLikeCompressor or None")
+        f = self.watermarked_features()
+        if compressor is None:
+            return f, {}
+        return compressor(f), compressor.attributes(self.gs)
+
+    @torch.no_grad()
+    def bit_accuracy(self, cameras, compressor: HACLikeCompressor | None = None) -> float:
+        """Mean bit accuracy over renders of ``cameras`` (optionally after compressing f^w,
+        and the scalings and offsets where ``compressor`` has steps for them)."""
+        f, attrs = self._compressed(compressor)
         if not isinstance(cameras, list | tuple) or not cameras:
             raise ValueError("cameras must be a non-empty list of cameras")
-        f = self.watermarked_features()
-        if compressor is not None:
-            f = compressor(f)
         accs = []
         for cam in cameras:
-            bits = (self.decoder(self.gs.render(cam, f))[0] > 0).float()
+            bits = (self.decoder(self.gs.render(cam, f, **attrs))[0] > 0).float()
             accs.append(float((bits == self.message).float().mean()))
         return float(sum(accs) / len(accs))
 
     @torch.no_grad()
     def render(self, camera, compressor: HACLikeCompressor | None = None) -> torch.Tensor:
-        f = self.watermarked_features()
-        return self.gs.render(camera, f if compressor is None else compressor(f))
+        f, attrs = self._compressed(compressor)
+        return self.gs.render(camera, f, **attrs)
 
 
 def message_bits(bits: int, seed: int = 0) -> torch.Tensor:
