@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from iclr26.generative.flexprotein import (
+    EGNNStructure,
     FlexProteinModel,
     FlexProteinPretrainer,
     FlexRibbonModel,
@@ -19,6 +20,7 @@ from iclr26.generative.flexprotein import (
     edm_scalings,
     encode_sequence,
     kabsch_rmsd,
+    knn_graph,
     load_structures,
     nerf_backbone,
     propensity_design,
@@ -149,6 +151,39 @@ CASES = [
         "path",
     ),
     ("FlexRibbonModel", "range", lambda: FlexRibbonModel(layers=0), ValueError, "layers"),
+    (
+        "FlexProteinModel",
+        "range",
+        lambda: FlexProteinModel(d=8, heads=2, arch="gcn"),
+        ValueError,
+        "arch",
+    ),
+    (
+        "FlexProteinModel",
+        "range",
+        lambda: FlexProteinModel(d=8, heads=2, arch="egnn", k_neighbors=0),
+        ValueError,
+        "k_neighbors",
+    ),
+    ("EGNNStructure", "range", lambda: EGNNStructure(8, 1, k=0), ValueError, "k_neighbors"),
+    ("EGNNStructure", "range", lambda: EGNNStructure(8, 0, k=4), ValueError, "blocks"),
+    (
+        "EGNNStructure",
+        "shape",
+        lambda: EGNNStructure(8, 1, k=4)(torch.zeros(1, 6, 8), T[:, :5]),
+        ValueError,
+        "x",
+    ),
+    (
+        "EGNNStructure",
+        "nan",
+        lambda: EGNNStructure(8, 1, k=4)(torch.zeros(1, 6, 8), T_NAN),
+        ValueError,
+        "x",
+    ),
+    ("knn_graph", "nan", lambda: knn_graph(T_NAN, 3), ValueError, "x"),
+    ("knn_graph", "range", lambda: knn_graph(T, 0), ValueError, "k"),
+    ("knn_graph", "shape", lambda: knn_graph(T[:, :1], 3), ValueError, "x"),
     ("FlexProteinPretrainer", "type", lambda: FlexProteinPretrainer("model"), TypeError, "model"),
     (
         "FlexProteinPretrainer",

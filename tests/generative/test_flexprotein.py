@@ -261,3 +261,135 @@ def test_claims_smoke(name, claims_dir):
     rec = run_claim("flexprotein", name, "smoke", out_dir=claims_dir)
     assert rec["verdict"] != "error", rec["traceback"]
     assert contract_problems(rec) == []
+
+
+# ---------------------------------------------------------------- arch="egnn" ablation
+
+
+def _egnn_model(**kw):
+    cfg = dict(d=16, layers=1, heads=2, dit_blocks=2, arch="egnn", k_neighbors=5, seed=1)
+    return FlexProteinModel(**{**cfg, **kw}).double().eval()
+
+
+def _rigid(seed, reflect):
+    g = torch.Generator().manual_seed(seed)
+    rot = torch.as_tensor(random_rotations(1, seed)[0], dtype=torch.float64)
+    if reflect:  # E(3) includes reflections; the EGNN is equivariant to them too
+        rot = rot @ torch.diag(torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64))
+    return rot, 3.0 * torch.randn(3, generator=g, dtype=torch.float64)
+
+
+def _inputs(b=2, n=14, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    tok = torch.randint(0, 22, (b, n), generator=g)
+    x = torch.randn(b, n, 3, generator=g, dtype=torch.float64)
+    sig = torch.rand(b, n, generator=g, dtype=torch.float64) * 2
+    sig[:, :3] = 0.0  # some clean residues, as in Mode 2
+    return tok, x, sig
+
+
+@pytest.mark.parametrize("reflect", [False, True])
+def test_egnn_model_exactly_e3_equivariant(reflect):
+    model = _egnn_model()
+    tok, x, sig = _inputs()
+    rot, shift = _rigid(4, reflect)
+    with torch.no_grad():
+        den, logits, _ = model(tok, x, sig)
+        den2, logits2, _ = model(tok, x @ rot.T + shift, sig)
+    assert torch.allclose(den2, den @ rot.T + shift, atol=1e-10)
+    assert torch.allclose(logits2, logits, atol=1e-10)
+    # clean residues are returned unchanged (EDM c_skip = 1, c_out = 0 at σ = 0)
+    assert torch.allclose(den[:, :3], x[:, :3], atol=1e-12)
+    # control: the paper's DiT is not equivariant, so the test above can tell them apart
+    dit = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=2, seed=1).double().eval()
+    with torch.no_grad():
+        d1, l1, _ = dit(tok, x, sig)
+        d2, l2, _ = dit(tok, x @ rot.T + shift, sig)
+    assert (d2 - (d1 @ rot.T + shift)).abs().max() > 1e-3 and (l2 - l1).abs().max() > 1e-3
+
+
+def test_egnn_structure_equivariant_under_rotation_translation_permutation():
+    from iclr26.generative.flexprotein import EGNNStructure
+
+    torch.manual_seed(0)
+    net = EGNNStructure(12, 3, k=4).double()
+    for layer in net.layers:  # larger coordinate steps than the init, so x really moves
+        torch.nn.init.normal_(layer.phi_x[-1].weight, std=0.3)
+    g = torch.Generator().manual_seed(1)
+    h = torch.randn(2, 11, 12, generator=g, dtype=torch.float64)
+    x = torch.randn(2, 11, 3, generator=g, dtype=torch.float64)
+    perm = torch.randperm(11, generator=g)
+    rot, shift = _rigid(7, reflect=True)
+    with torch.no_grad():
+        h1, x1 = net(h, x)
+        h2, x2 = net(h[:, perm], x[:, perm] @ rot.T + shift)
+    assert (x1 - x).abs().max() > 1e-2  # the coordinates were updated
+    assert torch.allclose(h2, h1[:, perm], atol=1e-10)
+    assert torch.allclose(x2, x1[:, perm] @ rot.T + shift, atol=1e-10)
+
+
+def test_egnn_layer_matches_the_update_equations():
+    """One layer against a per-edge loop of Satorras et al.'s equations on the full graph."""
+    from iclr26.generative.flexprotein import knn_graph
+
+    torch.manual_seed(0)
+    from iclr26.generative.flexprotein.model import _EGNNLayer
+
+    layer = _EGNNLayer(6).double()
+    torch.nn.init.normal_(layer.phi_x[-1].weight, std=0.5)
+    g = torch.Generator().manual_seed(2)
+    n = 5
+    h = torch.randn(1, n, 6, generator=g, dtype=torch.float64)
+    x = torch.randn(1, n, 3, generator=g, dtype=torch.float64)
+    nbr = knn_graph(x, 10)  # k >= N - 1: every other residue
+    assert nbr.shape == (1, n, n - 1)
+    assert all(set(nbr[0, i].tolist()) == set(range(n)) - {i} for i in range(n))
+    with torch.no_grad():
+        h_out, x_out = layer(h, x, nbr)
+        for i in range(n):
+            xs, ms = torch.zeros(3, dtype=torch.float64), torch.zeros(6, dtype=torch.float64)
+            for j in range(n):
+                if j == i:
+                    continue
+                d2 = ((x[0, i] - x[0, j]) ** 2).sum()[None]
+                m = layer.phi_e(torch.cat([h[0, i], h[0, j], d2]))
+                xs += (x[0, i] - x[0, j]) * layer.phi_x(m)
+                ms += m
+            assert torch.allclose(x_out[0, i], x[0, i] + xs / (n - 1), atol=1e-12)
+            ref_h = h[0, i] + layer.phi_h(torch.cat([layer.norm(h[0, i]), ms]))
+            assert torch.allclose(h_out[0, i], ref_h, atol=1e-12)
+    # a kNN graph picks the nearest residues
+    x = torch.tensor([[[0.0, 0, 0], [1, 0, 0], [5, 0, 0], [1.5, 0, 0]]])
+    assert knn_graph(x, 2)[0, 0].tolist() == [1, 3]
+
+
+def test_egnn_differs_from_transformer_and_roundtrips(tmp_path, data):
+    egnn = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1, arch="egnn", seed=0)
+    dit = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1, seed=0)
+    assert hasattr(egnn, "egnn") and not hasattr(egnn, "dit") and not hasattr(egnn, "coord_in")
+    assert not hasattr(egnn, "coord_out")
+    tok = torch.as_tensor(data.train.tokens[:2])
+    x = torch.as_tensor(data.train.coords[:2], dtype=torch.float32) / 10
+    sig = torch.full(tok.shape, 0.5)
+    with torch.no_grad():
+        de, le, he = egnn(tok, x, sig)
+        dd, ld, hd = dit(tok, x, sig)
+    assert torch.allclose(he, hd)  # same seeded sequence module
+    assert (de - dd).abs().max() > 1e-3 and (le - ld).abs().max() > 1e-3
+    back = FlexProteinModel.from_pretrained(egnn.save(tmp_path / "e.pt"))
+    assert back.arch == "egnn"
+    with torch.no_grad():
+        assert torch.allclose(back(tok, x, sig)[0], de)
+
+
+def test_egnn_trains_on_toy_case():
+    d = ProtoFold(8, 24, members=10, n_novel=0, seed=0)
+    model = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=2, arch="egnn", k_neighbors=8)
+    tr = FlexProteinPretrainer(model, batch_size=8, lr=3e-3, mlm_warmup_frac=0.0).fit(
+        d.train, steps=100
+    )
+    h = tr.history
+    for k in ("mlm", "mse", "lddt"):
+        assert np.mean(h[k][-15:]) < np.mean(h[k][:15]), k
+    x = model.fold(d.train.tokens[:3], steps=4)
+    assert x.shape == (3, 24, 3) and np.isfinite(x).all()

@@ -1,6 +1,7 @@
 """FlexProtein (published as FlexRibbon): joint sequence–structure protein pretraining with
 masked-residue prediction plus EDM coordinate denoising in three SIMLM modes, a residue
-transformer → structure DiT with a geometric attention bias, the ProtoFold generator of
+transformer → structure DiT with a geometric attention bias (or, as an ablation, an
+E(n)-equivariant graph network), the ProtoFold generator of
 protein-like families with held-out families, a biotite PDB/mmCIF reader, and the baselines
 homology transfer, sequence-only and structure-only models and propensity-only design."""
 
@@ -25,7 +26,13 @@ from iclr26.generative.flexprotein.geometry import (
     random_rotations,
     smooth_lddt_loss,
 )
-from iclr26.generative.flexprotein.model import FlexProteinModel, edm_scalings, rbf_pair_features
+from iclr26.generative.flexprotein.model import (
+    EGNNStructure,
+    FlexProteinModel,
+    edm_scalings,
+    knn_graph,
+    rbf_pair_features,
+)
 from iclr26.generative.flexprotein.pretrain import MODES, FlexProteinPretrainer
 
 FlexRibbonModel = FlexProteinModel
@@ -33,6 +40,7 @@ FlexRibbonPretrainer = FlexProteinPretrainer
 
 __all__ = [
     "AMINO_ACIDS",
+    "EGNNStructure",
     "MODES",
     "PROPENSITY",
     "FlexProteinModel",
@@ -49,6 +57,7 @@ __all__ = [
     "edm_scalings",
     "encode_sequence",
     "kabsch_rmsd",
+    "knn_graph",
     "load_structures",
     "nerf_backbone",
     "propensity_design",

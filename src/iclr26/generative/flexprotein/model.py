@@ -2,8 +2,10 @@
 sequence module) feeding a residue-level structure DiT (adaLN on the per-residue noise level
 c_noise = ¼ ln σ, attention biased by RBF features of the noisy Cα distances), with EDM
 preconditioning D(X̃, σ) = c_skip X̃ + c_out F(c_in X̃, c_noise) and an amino-acid head read after
-the structure module, so structure informs the recovered residues. Coordinates are in 10 Å
-units inside the model; the public methods take and return Å."""
+the structure module, so structure informs the recovered residues. ``arch="egnn"`` swaps the
+DiT for an E(n)-equivariant graph network (Satorras et al. 2021) on a k-nearest-neighbour residue
+graph, an ablation that is not in the paper. Coordinates are in 10 Å units inside the model; the
+public methods take and return Å."""
 
 from __future__ import annotations
 
@@ -102,6 +104,67 @@ def rbf_pair_features(x: torch.Tensor, n_rbf: int = 16, max_dist: float = 2.0) -
     return torch.exp(-(((dist[..., None] - centres) / width) ** 2))
 
 
+class _EGNNLayer(nn.Module):
+    """One E(n)-equivariant layer: m_ij = φ_e(h_i, h_j, ‖x_i − x_j‖²),
+    x_i += (1/k) Σ_j (x_i − x_j) φ_x(m_ij), h_i += φ_h(h_i, Σ_j m_ij), over each residue's
+    neighbours ``nbr`` ``(B, N, k)``."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.phi_e = nn.Sequential(nn.Linear(2 * d + 1, d), nn.SiLU(), nn.Linear(d, d), nn.SiLU())
+        self.phi_x = nn.Sequential(nn.Linear(d, d), nn.SiLU(), nn.Linear(d, 1, bias=False))
+        nn.init.xavier_uniform_(self.phi_x[-1].weight, gain=1e-3)  # small first coordinate steps
+        self.phi_h = nn.Sequential(nn.Linear(2 * d, d), nn.SiLU(), nn.Linear(d, d))
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor, nbr: torch.Tensor):
+        b, n, k = nbr.shape
+        flat = nbr.reshape(b, n * k, 1)
+        h_j = torch.gather(h, 1, flat.expand(-1, -1, h.shape[-1])).view(b, n, k, -1)
+        x_j = torch.gather(x, 1, flat.expand(-1, -1, 3)).view(b, n, k, 3)
+        diff = x[:, :, None] - x_j
+        d2 = (diff**2).sum(-1, keepdim=True)
+        m = self.phi_e(torch.cat([h[:, :, None].expand(-1, -1, k, -1), h_j, d2], dim=-1))
+        x = x + (diff * self.phi_x(m)).mean(2)
+        h = h + self.phi_h(torch.cat([self.norm(h), m.sum(2)], dim=-1))
+        return h, x
+
+
+def knn_graph(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices ``(B, N, min(k, N - 1))`` of each residue's nearest other residues by Cα distance
+    (a function of distances only, so unchanged by rotation, reflection and translation, and
+    permuted with the residues)."""
+    V.check_tensor(x, "x", ndim=3, floating=True)
+    if x.shape[-1] != 3 or x.shape[1] < 2:
+        raise ValueError(f"x must have shape (B, N >= 2, 3), got {tuple(x.shape)}")
+    k = min(V.check_int(k, "k", low=1), x.shape[1] - 1)
+    dist = torch.cdist(x, x) + torch.eye(x.shape[1], device=x.device, dtype=x.dtype) * 1e9
+    return dist.topk(k, dim=-1, largest=False).indices
+
+
+class EGNNStructure(nn.Module):
+    """The ``arch="egnn"`` structure module: ``blocks`` E(n)-equivariant layers on the kNN graph
+    of the input coordinates. ``forward(h, x)`` maps node features ``(B, N, d)`` and coordinates
+    ``(B, N, 3)`` to updated ``(h, x)``: ``h`` invariant and ``x`` equivariant under rotations,
+    reflections and translations of ``x``, and both permuted with the residues."""
+
+    def __init__(self, d: int, blocks: int, k: int) -> None:
+        super().__init__()
+        self.k = V.check_int(k, "k_neighbors", low=1)
+        d = V.check_int(d, "d", low=1)
+        self.layers = nn.ModuleList(
+            _EGNNLayer(d) for _ in range(V.check_int(blocks, "blocks", low=1))
+        )
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor):
+        V.check_tensor(h, "h", ndim=3, floating=True)
+        V.check_tensor(x, "x", shape=(h.shape[0], h.shape[1], 3), floating=True)
+        nbr = knn_graph(x, self.k)
+        for layer in self.layers:
+            h, x = layer(h, x, nbr)
+        return h, x
+
+
 def _as_tokens(seqs) -> torch.Tensor:
     if isinstance(seqs, str):
         seqs = [seqs]
@@ -128,7 +191,15 @@ class FlexProteinModel(nn.Module):
     coordinates ``(B, N, 3)`` in model units, per-residue noise ``sigma`` ``(B, N)`` (0 = clean).
     Returns the denoised coordinates ``(B, N, 3)``, amino-acid logits ``(B, N, 20)`` and the
     sequence representation ``h`` ``(B, N, d)``. ``pair_bias`` adds the RBF distance bias to the
-    DiT's attention (R: the notes do not state it)."""
+    DiT's attention (R: the notes do not state it).
+
+    ``arch="egnn"`` (ablation, not in the paper) replaces the DiT by :class:`EGNNStructure`
+    (``dit_blocks`` layers on the ``k_neighbors``-nearest-neighbour graph of the noisy Cα); its
+    nodes start from h_i plus the noise embedding (no coordinate embedding, so they are
+    invariant), it runs in the frame centred on the input's centroid μ, and the denoiser is
+    D = μ + c_skip (X̃ − μ) + c_out x_out with x_out its equivariant output coordinates (input
+    c_in (X̃ − μ)). The whole model is then exactly E(3)-equivariant in the coordinates (logits
+    invariant); the same heads, losses and trainer apply."""
 
     def __init__(
         self,
@@ -141,6 +212,8 @@ class FlexProteinModel(nn.Module):
         sigma_max: float = 8.0,
         pair_bias: bool = True,
         n_rbf: int = 16,
+        arch: str = "dit",
+        k_neighbors: int = 16,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -154,21 +227,28 @@ class FlexProteinModel(nn.Module):
         self.sigma_max = V.check_scalar(sigma_max, "sigma_max", low=0.0, low_open=True)
         self.pair_bias = V.check_bool(pair_bias, "pair_bias")
         self.n_rbf = V.check_int(n_rbf, "n_rbf", low=2)
+        self.arch = V.check_choice(arch, "arch", ("dit", "egnn"))
+        self.k_neighbors = V.check_int(k_neighbors, "k_neighbors", low=1)
         self.config = dict(
             d=self.d, layers=self.layers, heads=self.heads, dit_blocks=self.dit_blocks,
             sigma_data=self.sigma_data, sigma_max=self.sigma_max, pair_bias=self.pair_bias,
-            n_rbf=self.n_rbf,
+            n_rbf=self.n_rbf, arch=self.arch, k_neighbors=self.k_neighbors,
         )  # fmt: skip
         torch.manual_seed(V.check_int(seed, "seed", low=0))
         self.embed_tokens = nn.Embedding(VOCAB, self.d)
         self.seq_blocks = nn.ModuleList(_Block(self.d, self.heads) for _ in range(self.layers))
         self.seq_norm = nn.LayerNorm(self.d)
-        self.coord_in = nn.Linear(3, self.d)
+        if self.arch == "dit":  # creation order kept as before the EGNN option (same seeded init)
+            self.coord_in = nn.Linear(3, self.d)
         self.noise_embed = nn.Sequential(nn.Linear(1, self.d), nn.SiLU(), nn.Linear(self.d, self.d))
-        self.rbf_to_bias = nn.Linear(self.n_rbf, self.heads) if self.pair_bias else None
-        self.dit = nn.ModuleList(_DiTBlock(self.d, self.heads) for _ in range(self.dit_blocks))
+        if self.arch == "dit":
+            self.rbf_to_bias = nn.Linear(self.n_rbf, self.heads) if self.pair_bias else None
+            self.dit = nn.ModuleList(_DiTBlock(self.d, self.heads) for _ in range(self.dit_blocks))
+        else:
+            self.egnn = EGNNStructure(self.d, self.dit_blocks, self.k_neighbors)
         self.out_norm = nn.LayerNorm(self.d)
-        self.coord_out = nn.Linear(self.d, 3)
+        if self.arch == "dit":  # the EGNN outputs coordinates itself
+            self.coord_out = nn.Linear(self.d, 3)
         self.aa_head = nn.Linear(self.d, 20)
 
     # ------------------------------------------------------------------ core
@@ -185,10 +265,16 @@ class FlexProteinModel(nn.Module):
         V.check_tensor(sigma, "sigma", shape=(b, n), floating=True, low=0.0)
         h = self.sequence_features(tokens)
         c_skip, c_out, c_in = (s[..., None] for s in edm_scalings(sigma, self.sigma_data))
-        x_in = c_in * x_noisy
-        t = h + self.coord_in(x_in)
         c_noise = 0.25 * torch.log(sigma.clamp_min(SIGMA_MIN_COND))[..., None]
         cond = self.noise_embed(c_noise)
+        if self.arch == "egnn":
+            mu = x_noisy.mean(1, keepdim=True)
+            t, x_out = self.egnn(h + cond, c_in * (x_noisy - mu))
+            t = self.out_norm(t)
+            denoised = mu + c_skip * (x_noisy - mu) + c_out * x_out
+            return denoised, self.aa_head(t), h
+        x_in = c_in * x_noisy
+        t = h + self.coord_in(x_in)
         bias = None
         if self.rbf_to_bias is not None:
             bias = self.rbf_to_bias(rbf_pair_features(x_in, self.n_rbf)).permute(0, 3, 1, 2)
@@ -302,6 +388,10 @@ def count_forward_flops(model: FlexProteinModel, length: int) -> float:
     """Approximate multiply-add FLOPs of one forward pass of one chain (matmuls only)."""
     d, n = model.d, length
     per_block = 2 * n * (3 * d * d + d * d + 8 * d * d) + 2 * 2 * n * n * d
+    if model.arch == "egnn":  # per edge φ_e (2d+1→d→d) and φ_x (d→d→1); per node φ_h (2d→d→d)
+        k = min(model.k_neighbors, n - 1)
+        egnn = 2 * n * k * ((2 * d + 1) * d + 2 * d * d + d) + 2 * n * 3 * d * d
+        return float(model.layers * per_block + model.dit_blocks * egnn + 2 * n * d * 21)
     dit = (
         per_block
         + 2 * n * 6 * d * d
