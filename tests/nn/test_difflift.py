@@ -627,3 +627,133 @@ def test_dcm_gcn_layers_match_torch_geometric():
             ours.lin.weight.copy_(ref.lin.weight)
             ours.bias.copy_(ref.bias)
         torch.testing.assert_close(ours(x, pairs), ref(x, index))
+
+
+# ------------------------------------------------------------------ DGM (node-level baseline)
+
+
+def _dgm(in_dim, **kw):
+    from iclr26.nn.difflift import DGM
+
+    torch.manual_seed(0)
+    return DGM(in_dim, hidden=16, n_classes=3, dropout=0.0, **kw)
+
+
+def test_gumbel_topk_draws_k_distinct_neighbours_with_the_temperature_law():
+    from iclr26.nn.difflift import gumbel_topk_neighbours
+
+    gen = torch.Generator().manual_seed(0)
+    d = torch.tensor([0.0, 0.5, 1.0, 2.0])  # distances of four candidates
+    draws = 20000
+    for t in (0.5, 3.0):
+        logits = (-t * d).expand(draws, 4)
+        first = gumbel_topk_neighbours(logits, 1, generator=gen)[:, 0]
+        freq = torch.bincount(first, minlength=4).double() / draws
+        want = torch.softmax(-t * d.double(), 0)  # p_j ∝ exp(-t d_j)
+        torch.testing.assert_close(freq, want, atol=0.015, rtol=0)
+    # k draws: distinct, allowed columns only, exactly k per row
+    logits = torch.randn(50, 12)
+    valid = torch.rand(50, 12) > 0.3
+    valid[:, :4] = True
+    nb = gumbel_topk_neighbours(logits, 4, valid, generator=gen)
+    assert nb.shape == (50, 4)
+    assert all(len(set(r)) == 4 for r in nb.tolist())
+    assert valid.gather(1, nb).all()
+    # without sampling: the k largest
+    top = gumbel_topk_neighbours(logits, 3, sample=False)
+    assert torch.equal(top.sort(1).values, logits.topk(3, 1).indices.sort(1).values)
+    with pytest.raises(ValueError, match="k=5"):
+        gumbel_topk_neighbours(logits, 5, valid & (torch.arange(12) < 4))
+
+
+def test_dgm_samples_exactly_k_neighbours_per_node_and_is_equivariant():
+    g, y = make_cell_heterophily(60, 3, seed=2)
+    model = _dgm(g.features().shape[1], k=4)
+    for mode in (model.train(), model.eval()):
+        sg = mode.infer(g)
+        assert sg.neighbours.shape == (60, 4)
+        recv = torch.bincount(sg.edges[:, 1], minlength=60)
+        assert (recv == 4).all() and (sg.edges[:, 0] != sg.edges[:, 1]).all()
+        assert all(len(set(r)) == 4 for r in sg.neighbours.tolist())
+        torch.testing.assert_close(sg.node_logprob, sg.logprob.sum(1))
+        torch.testing.assert_close(sg.node_prob, sg.logprob.exp().mean(1))
+        assert (sg.logprob <= 0).all()
+    # eval: each node's k nearest in the embedding; two graphs in a batch never mix
+    two = collate([g, g])
+    sg = model.eval().infer(two)
+    assert (two.batch[sg.edges[:, 0]] == two.batch[sg.edges[:, 1]]).all()
+    out = model(collate([g]))
+    assert out.shape == (60, 3)
+    perm = np.random.default_rng(0).permutation(60)
+    inv = np.argsort(perm)
+    pg = make_graph(g.x.numpy()[perm], inv[g.edges.numpy()])
+    torch.testing.assert_close(model(collate([pg])), out[perm], atol=1e-5, rtol=1e-5)
+    # a higher temperature concentrates the training samples on the nearest neighbours
+    model.train()
+    torch.manual_seed(1)
+    with torch.no_grad():
+        z = model.graph_embed(model.pre(collate([g]).x), collate([g]).edges)
+        dist = torch.cdist(z, z).fill_diagonal_(float("inf"))
+        rank = dist.argsort(1).argsort(1)  # 0 = nearest
+
+        def mean_rank(t):
+            model.log_t.fill_(float(np.log(t)))
+            return rank.gather(1, model.infer(g).neighbours).float().mean()
+
+        # k = 4 nearest: mean rank 1.5; uniform over the 59 others: 29
+        assert mean_rank(1e3) < 3.0 and mean_rank(1e-3) > 20.0
+
+
+def test_dgm_graph_loss_sign_and_what_it_trains():
+    import torch.nn.functional as F
+
+    g, y = make_cell_heterophily(60, 3, seed=2)
+    model = _dgm(g.features().shape[1], k=3).train()
+    yt, mask = torch.as_tensor(y), torch.arange(60) % 2 == 0
+    logits = model(collate([g]))
+    F.cross_entropy(logits[mask], yt[mask]).backward(retain_graph=True)
+    assert model.log_t.grad is None and model.graph_embed.convs[0].lin.weight.grad is None
+    model.zero_grad()
+    sg = model.last_graph
+    lp = sg.logprob  # keep the per-edge log-probabilities' gradient
+    lp.retain_grad()
+    aux = model.auxiliary_loss(logits, yt, mask)
+    correct = (logits.argmax(1) == yt)[mask].float()
+    want = ((0.5 - correct) * sg.logprob[mask].exp().mean(1)).mean()
+    torch.testing.assert_close(aux, want)
+    aux.backward()
+    g_lp = lp.grad.sum(1)
+    # descending the loss raises the log-probability of the edges around correct nodes and
+    # lowers it around wrong ones; unlabelled nodes get no signal
+    idx = torch.nonzero(mask)[:, 0]
+    assert (g_lp[idx[correct == 1]] < 0).all() and (g_lp[idx[correct == 0]] > 0).all()
+    assert (g_lp[~mask] == 0).all() and 0 < correct.sum() < len(correct)
+    assert model.log_t.grad is not None and model.log_t.grad != 0
+    torch.testing.assert_close(model._running_acc, 0.475 + 0.05 * correct)
+    with pytest.raises(ValueError, match="logits"):
+        model.auxiliary_loss(logits[:5], yt, mask)
+
+
+def test_dgm_learns_a_toy_task_and_validates_its_inputs():
+    from iclr26.nn.difflift import DGM
+
+    g, y = make_cell_heterophily(90, 3, seed=6, degree=1.0, signal=2.0)
+    train = np.random.default_rng(0).random(90) < 0.6
+    model = _dgm(g.features().shape[1])
+    train_node_classifier(model, g, y, train, epochs=40, lr=1e-2)
+    assert node_accuracy(model, g, y, train) > 0.85
+    assert node_accuracy(model, g, y, ~train) > 0.6  # chance is 1/3
+    for kw, name in [
+        ({"in_dim": 0}, "in_dim"),
+        ({"k": 0}, "k"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"graph_loss_reg": -1.0}, "graph_loss_reg"),
+        ({"use_input_graph": 1}, "use_input_graph"),
+    ]:
+        with pytest.raises((ValueError, TypeError), match=name):
+            DGM(**{"in_dim": 4, **kw})
+    with pytest.raises(ValueError, match="in_dim"):
+        DGM(in_dim=3)(collate([g]))
+    with pytest.raises(ValueError, match="k=90"):
+        DGM(g.features().shape[1], k=90)(collate([g]))

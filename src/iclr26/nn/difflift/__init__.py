@@ -1,8 +1,9 @@
 """∂lift (DiffLift): differentiable lifting of graphs to cell complexes and hypergraphs for
 topological neural networks, for graph and node classification, with the static liftings it
-replaces and the node-level baseline DCM."""
+replaces and the node-level baselines DCM and DGM."""
 
 from .dcm import DCM, DCMComplex, entmax15, induced_cycles
+from .dgm import DGM, DGMGraph, gumbel_topk_neighbours
 from .graphs import (
     GraphBatch,
     GraphData,
@@ -50,6 +51,8 @@ __all__ = [
     "CellLifter",
     "DCM",
     "DCMComplex",
+    "DGM",
+    "DGMGraph",
     "DiffLift",
     "DiffLiftClassifier",
     "DiffLiftNodeClassifier",
@@ -66,6 +69,7 @@ __all__ = [
     "entmax15",
     "from_networkx",
     "gumbel_size_mask",
+    "gumbel_topk_neighbours",
     "induced_cycles",
     "karate_club",
     "lift_static",

@@ -152,10 +152,11 @@ class _GCNLayer(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_out))
         self.self_loops = self_loops
 
-    def forward(self, x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-        """``pairs`` ``[P, 2]``: undirected pairs, each passed both ways."""
+    def forward(self, x: torch.Tensor, pairs: torch.Tensor, directed: bool = False) -> torch.Tensor:
+        """``pairs`` ``[P, 2]``: undirected pairs, each passed both ways, or with ``directed``
+        messages ``pairs[:, 0] → pairs[:, 1]`` (normalised by the receivers' in-degree)."""
         n = x.shape[0]
-        src, dst = _both_ways(pairs)
+        src, dst = (pairs[:, 0], pairs[:, 1]) if directed else _both_ways(pairs)
         if self.self_loops:
             loop = torch.arange(n)
             src, dst = torch.cat([src, loop]), torch.cat([dst, loop])
@@ -175,10 +176,46 @@ class _GCN(nn.Module):
         self.convs = nn.ModuleList(_GCNLayer(d_in if i == 0 else d, d) for i in range(layers))
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pairs: torch.Tensor, directed: bool = False) -> torch.Tensor:
         for conv in self.convs:
-            x = conv(self.drop(x), pairs).relu()
+            x = conv(self.drop(x), pairs, directed).relu()
         return x
+
+
+def _pair_mask(node_batch: torch.Tensor) -> torch.Tensor:
+    """``[N, N]``: True where ``i != j`` lie in the same graph of the batch (the pairs a latent
+    graph may join)."""
+    n = node_batch.shape[0]
+    return (node_batch[:, None] == node_batch[None, :]) & ~torch.eye(n, dtype=torch.bool)
+
+
+class _GraphLossModel(_GraphModel):
+    """Node classifiers whose discrete graph choices train through the graph loss of the
+    differentiable graph module (Kazi et al.): per training node, ``(running accuracy -
+    correct) · log-probability`` of the choices around it, so that choices around correctly
+    classified nodes become more likely. Shared by :class:`DCM` and :class:`DGM`."""
+
+    _running_acc: torch.Tensor | None = None
+
+    def reset_auxiliary(self) -> None:
+        """Forget the running per-node accuracy of the graph loss (a new training run)."""
+        self._running_acc = None
+
+    def _graph_loss(self, logits, y, mask, terms) -> torch.Tensor:
+        """``terms``: ``(weight, per-node log-probability [N])`` pairs of the last forward pass;
+        the loss is ``Σ weight · mean over mask of (running acc - correct) · log-prob``. The
+        running accuracy starts at 0.5 and moves by 0.05 towards each step's correctness."""
+        V.check_tensor(logits, "logits", ndim=2, floating=True)
+        n = terms[0][1].shape[0]
+        if logits.shape[0] != n:
+            raise ValueError(f"logits: {logits.shape[0]} rows, the last forward pass had {n} nodes")
+        correct = (logits.detach()[mask].argmax(1) == y[mask]).float()
+        if self._running_acc is None or self._running_acc.shape != correct.shape:
+            self._running_acc = torch.full_like(correct, 0.5)
+        weight = self._running_acc - correct
+        loss = sum(reg * (weight * lp[mask]).mean() for reg, lp in terms)
+        self._running_acc = 0.95 * self._running_acc + 0.05 * correct
+        return loss
 
 
 class _CWLayer(nn.Module):
@@ -218,7 +255,7 @@ def _upper_adjacency(polygons, edge_id: dict) -> torch.Tensor:
     return torch.tensor(sorted(pairs), dtype=torch.long)
 
 
-class DCM(_GraphModel):
+class DCM(_GraphLossModel):
     """The Differentiable Cell Complex Module with its cell complex network, for node
     classification (``task`` is always ``"node"``; see the module docstring).
 
@@ -268,13 +305,11 @@ class DCM(_GraphModel):
             nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_classes)
         )
         self.last_complex: DCMComplex | None = None
-        self._running_acc: torch.Tensor | None = None
 
     # ---------------------------------------------------------------- the two inference steps
 
     def _infer_graph(self, z: torch.Tensor, node_batch: torch.Tensor):
-        n = z.shape[0]
-        valid = (node_batch[:, None] == node_batch[None, :]) & ~torch.eye(n, dtype=torch.bool)
+        valid = _pair_mask(node_batch)
         scores = self.edge_scale(-torch.cdist(z, z), valid)
         # entries outside the graph (or on the diagonal) sit just below the row's minimum and are
         # zeroed after the entmax, so they never become edges
@@ -356,10 +391,6 @@ class DCM(_GraphModel):
             xed = torch.zeros_like(xn)
         return self.post(self.drop(torch.cat([xn, xed], dim=1)))
 
-    def reset_auxiliary(self) -> None:
-        """Forget the running per-node accuracy of the graph loss (a new training run)."""
-        self._running_acc = None
-
     def auxiliary_loss(self, logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor):
         """The graph loss of the last forward pass on the nodes in ``mask``: mean over them of
         ``(running accuracy - correct) · log-probability`` of their edges (× ``graph_loss_reg``)
@@ -367,18 +398,9 @@ class DCM(_GraphModel):
         and moves by 0.05 towards each step's correctness."""
         if self.last_complex is None:
             raise RuntimeError("auxiliary_loss: call forward first")
-        V.check_tensor(logits, "logits", ndim=2, floating=True)
         cx = self.last_complex
-        if logits.shape[0] != cx.node_edge_logprob.shape[0]:
-            raise ValueError(
-                f"logits: {logits.shape[0]} rows, the last forward pass had "
-                f"{cx.node_edge_logprob.shape[0]} nodes"
-            )
-        correct = (logits.detach()[mask].argmax(1) == y[mask]).float()
-        if self._running_acc is None or self._running_acc.shape != correct.shape:
-            self._running_acc = torch.full_like(correct, 0.5)
-        weight = self._running_acc - correct
-        loss = self.graph_loss_reg * (weight * cx.node_edge_logprob[mask]).mean()
-        loss = loss + self.poly_loss_reg * (weight * cx.node_polygon_logprob[mask]).mean()
-        self._running_acc = 0.95 * self._running_acc + 0.05 * correct
-        return loss
+        terms = [
+            (self.graph_loss_reg, cx.node_edge_logprob),
+            (self.poly_loss_reg, cx.node_polygon_logprob),
+        ]
+        return self._graph_loss(logits, y, mask, terms)
