@@ -865,20 +865,40 @@ def resolve_device(spec: str, name: str = "device") -> str:
     return wanted
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else ``platform.processor()``), or
+    ``None`` where neither says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def environment(ctx: Context | None = None) -> dict[str, Any]:
-    """Versions and threads a result was measured with."""
+    """Versions, threads and CPU a result was measured with. The CPU model and the kernel set
+    torch dispatches to (``torch.backends.cpu.get_cpu_capability()``: e.g. AVX2 or AVX-512)
+    are recorded because trained numbers can differ between them at the same seed."""
     import os
 
     env: dict[str, Any] = {
         "python": platform.python_version(),
         "numpy": np.__version__,
         "host_cpus": os.cpu_count(),
+        "cpu_model": cpu_model(),
     }
     try:
         import torch
 
         env["torch"] = torch.__version__
         env["threads"] = torch.get_num_threads()
+        try:
+            env["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        except AttributeError:  # pragma: no cover - older torch
+            env["cpu_capability"] = None
     except ImportError:
         pass
     if ctx is not None:

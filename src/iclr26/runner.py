@@ -39,6 +39,7 @@ from iclr26.claims import (
     Scale,
     Verdict,
     claims_for,
+    cpu_model,
     default_device,
     get_claim,
 )
@@ -151,6 +152,7 @@ def run_info(scale: Scale, executor: str, jobs: int) -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "host_cpus": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "platform": platform.platform(),
     }
     try:

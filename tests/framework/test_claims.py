@@ -452,3 +452,16 @@ def test_build_lock_lets_one_of_several_processes_build_a_cache_entry(tmp_path, 
     # with the lock one process builds and the other finds the entry; without it both see it
     # missing and build (the case the lock exists for)
     assert log.read_text() == ("x" if locked else "xx")
+
+
+def test_the_environment_records_the_cpu_and_the_kernel_set_torch_uses():
+    import torch
+
+    from iclr26.claims import Scale, cpu_model, environment
+    from iclr26.runner import run_info
+
+    env = environment()
+    assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert env["cpu_model"] == cpu_model()
+    assert cpu_model() is None or (isinstance(cpu_model(), str) and cpu_model())
+    assert run_info(Scale.SMOKE, "local", 1)["cpu_model"] == cpu_model()
