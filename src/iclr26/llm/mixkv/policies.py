@@ -200,7 +200,8 @@ class KVPolicy:
         return Selection(sel.keep[0]) if squeeze else sel
 
     def _select(self, q4, k4, v4, *, layer, scaling) -> Selection:  # pragma: no cover
-        raise NotImplementedError
+        # the hook each policy defines; KVPolicy itself only checks arguments and is not a policy
+        raise NotImplementedError(f"{type(self).__name__} does not define _select")
 
 
 class FullKV(KVPolicy):

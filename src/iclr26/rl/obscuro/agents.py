@@ -63,7 +63,8 @@ class Agent:
         own move)."""
 
     def act(self, observation: Observation, legal_moves: Sequence) -> chess.Move:
-        raise NotImplementedError
+        """The move to play (each agent defines it; ``Agent`` holds the shared state)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define act")
 
 
 class RandomAgent(Agent):

@@ -85,8 +85,9 @@ class TwoViewFramework(nn.Module):
         return self.projector(feats)
 
     def pair_loss(self, v1: torch.Tensor, v2: torch.Tensor):
-        """``(loss, z1, z2)`` of the framework's objective on two views."""
-        raise NotImplementedError
+        """``(loss, z1, z2)`` of the framework's objective on two views (defined by each
+        framework: :class:`SimCLR`, MoCo v2)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define pair_loss")
 
     def embed_second(self, v: torch.Tensor) -> torch.Tensor:
         """The embedding ``pair_loss`` gives its *second* view (``z2``); the online

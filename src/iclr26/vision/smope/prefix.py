@@ -205,7 +205,8 @@ class PromptedViT(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def _prefix(self, position: int, q: torch.Tensor, scale: float):
-        raise NotImplementedError
+        # each prompt method defines its prefix; PromptedViT holds what they share
+        raise NotImplementedError(f"{type(self).__name__} does not define _prefix")
 
     def _prepare(self, x: torch.Tensor) -> None:
         """Called once per forward before the prompted pass (e.g. a query pass)."""
