@@ -28,7 +28,7 @@ PLUGINS: dict[str, tuple[str, str]] = {
     ),
     "quantize": (
         "iclr26.llm.qat_reasoning.cli",
-        "quantize a causal LM to 2/3/4/8-bit weights (RTN, GPTQ, QAT stage 1)",
+        "quantize a causal LM to 2/3/4/8-bit weights (RTN, GPTQ, AWQ, QAT stage 1)",
     ),
     "kvcache": (
         "iclr26.llm.mixkv.cli",

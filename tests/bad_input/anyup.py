@@ -35,6 +35,8 @@ IMG_BIG = IMG + 1.5  # outside [0, 1]
 IMG_GREY = torch.rand(2, 1, 16, 16)
 IMG_RANK3 = torch.rand(3, 16, 16)
 FEAT_ODD = torch.randn(2, 5, 3, 5)  # 3 x 5 does not divide 16 x 16
+FEAT_ASPECT = torch.randn(2, 5, 4, 2)  # divides 16 x 16, but with strides 4 and 8
+IMG_WIDE = torch.rand(2, 3, 16, 24)  # 4 x 4 features divide it, but the aspect is 2:3
 FEAT_EMPTY = torch.randn(0, 5, 4, 4)
 IMG_EMPTY = torch.rand(0, 3, 16, 16)
 POOL = np.random.default_rng(0).random((4, 3, 32, 32)).astype(np.float32)
@@ -64,6 +66,8 @@ CASES = [
     ("AnyUp", "shape", lambda: UP(IMG, FEAT[0]), ValueError, "features"),
     ("AnyUp", "shape", lambda: UP(IMG, FEAT_ODD), ValueError, "features"),
     ("AnyUp", "shape", lambda: UP(IMG, FEAT[:1]), ValueError, "features"),
+    ("AnyUp", "shape", lambda: UP(IMG, FEAT_ASPECT), ValueError, "features.*aspect"),
+    ("AnyUp", "shape", lambda: UP(IMG_WIDE, FEAT), ValueError, "features.*aspect"),
     ("AnyUp", "empty", lambda: UP(IMG_EMPTY, FEAT_EMPTY), ValueError, "image"),
     ("AnyUp", "range", lambda: UP(IMG, FEAT, (2, 8)), ValueError, "output_size"),
     ("AnyUp", "range", lambda: UP(IMG, FEAT, (0, 8)), ValueError, "output_size"),
@@ -81,6 +85,7 @@ CASES = [
     ("LearnedFeatureUnification", "range", lambda: LearnedFeatureUnification(4, 2), ValueError,
      "kernel_size"),
     ("bilinear", "shape", lambda: bilinear(IMG, FEAT_ODD), ValueError, "features"),
+    ("bilinear", "shape", lambda: bilinear(IMG_WIDE, FEAT), ValueError, "features.*aspect"),
     ("bilinear", "nan", lambda: bilinear(IMG, FEAT_NAN), ValueError, "features"),
     ("bilinear", "range", lambda: bilinear(IMG, FEAT, (3, 3)), ValueError, "output_size"),
     ("bicubic", "empty", lambda: bicubic(IMG_EMPTY, FEAT_EMPTY), ValueError, "image"),

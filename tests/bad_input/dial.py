@@ -61,6 +61,22 @@ SAE = TopKSAE(4, 8, 2)
 IMG = np.random.default_rng(1).random((2, 3, 8, 8)).astype(np.float32)
 HASH = HashingTextEncoder(8)
 CLIP = TinyCLIP(HASH, embed_dim=4, width=4, image_dim=4)
+
+
+class _OCModule(torch.nn.Module):  # the open_clip interface, no weights
+    def __init__(self):
+        super().__init__()
+        self.visual = torch.nn.Linear(3 * 8 * 8, 4)
+        self.visual.image_size = 8
+
+    def encode_image(self, x):
+        return self.visual(x.flatten(1))
+
+    def encode_text(self, tokens):
+        return tokens.float()
+
+
+_OC_MODULE = _OCModule()
 NO_FOLDER = os.path.join(tempfile.gettempdir(), "iclr26-dial-no-such-dataset-folder")
 EMPTY_FOLDER = os.path.dirname(os.path.abspath(__file__))  # no dataset metadata files here
 
@@ -163,6 +179,12 @@ CASES = [
      "model"),
     ("OpenCLIPBackend", "other", lambda: OpenCLIPBackend(""), (ImportError, TypeError),
      "open_clip|model"),
+    ("OpenCLIPBackend", "type", lambda: OpenCLIPBackend(object()), TypeError, "model"),
+    ("OpenCLIPBackend", "type", lambda: OpenCLIPBackend(torch.nn.Linear(2, 2), tokenizer=str),
+     TypeError, "model"),
+    ("OpenCLIPBackend", "type", lambda: OpenCLIPBackend(_OC_MODULE), TypeError, "tokenizer"),
+    ("OpenCLIPBackend", "range", lambda: OpenCLIPBackend(_OC_MODULE, tokenizer=str,
+     batch_size=0), ValueError, "batch_size"),
     ("train_tinyclip", "other", lambda: train_tinyclip(IMG, ["a photo of a circle"] * 2,
      text_encoder=HASH, class_names=("circle", "square")), ValueError, "captions"),
     ("train_tinyclip", "shape", lambda: train_tinyclip(IMG, ["a circle"] * 3, text_encoder=HASH),

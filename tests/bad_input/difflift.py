@@ -15,6 +15,7 @@ from iclr26.nn.difflift import (
     DiffLiftNodeClassifier,
     GINEmbedder,
     GINNet,
+    GPSEmbedder,
     HypergraphLifter,
     StaticLiftNet,
     UniGCNLite,
@@ -53,6 +54,8 @@ def _batch():
 
 
 CASES = [
+    ("GPSEmbedder", "range", lambda: GPSEmbedder(12, hidden=18, heads=4), ValueError, "heads"),
+    ("GPSEmbedder", "range", lambda: GPSEmbedder(8, hidden=16, pe_steps=8), ValueError, "pe_steps"),
     ("from_networkx", "nan", lambda: from_networkx(_nx([NAN, 1.0])), ValueError, "graph"),
     ("from_networkx", "inf", lambda: from_networkx(_nx([np.inf, 1.0])), ValueError, "graph"),
     ("from_networkx", "empty", lambda: from_networkx(nx.Graph()), ValueError, "graph"),

@@ -11,6 +11,7 @@ from iclr26.vision.ivpt import (
     IVPTLoss,
     PartPrototypeHead,
     VPTDeep,
+    VPTShallow,
     aggregate_maps,
     consistency_loss,
     consistency_rate,
@@ -117,6 +118,9 @@ CASES = [
     ),
     # baselines
     ("VPTDeep", "range", lambda: VPTDeep(VIT, 2, n_prompts=0), ValueError, "n_prompts"),
+    ("VPTShallow", "range", lambda: VPTShallow(VIT, 2, n_prompts=0), ValueError, "n_prompts"),
+    ("VPTShallow", "range", lambda: VPTShallow(VIT, 1), ValueError, "num_classes"),
+    ("VPTShallow", "type", lambda: VPTShallow(nn.Linear(2, 2), 2), TypeError, "patch_embed"),
     ("VPTDeep", "range", lambda: VPTDeep(VIT, 2, layers=3), ValueError, "layers"),
     ("VPTDeep", "range", lambda: VPTDeep(VIT, 2, layers=(0, 5)), ValueError, "layers"),
     ("VPTDeep", "empty", lambda: VPTDeep(VIT, 2, layers=()), ValueError, "layers"),

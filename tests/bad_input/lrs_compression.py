@@ -16,6 +16,10 @@ from iclr26.llm.lrs_compression import (
     linear_flops_per_token,
     load_compressed,
     magnitude_prune,
+    oats_budget,
+    oats_decompose_weight,
+    oats_prune,
+    owl_layer_sparsity,
     project_budget,
     rpca,
     save_compressed,
@@ -86,6 +90,14 @@ def _sparsegpt(**kwargs):
     calib = options.pop("calib", None)
     return lambda: _untouched_after(
         lambda m: sparsegpt_prune(m, _calib() if calib is None else calib, **options)
+    )
+
+
+def _oats(**kwargs):
+    options = {"sparsity": 0.5, "iterations": 1, **kwargs}
+    calib = options.pop("calib", None)
+    return lambda: _untouched_after(
+        lambda m: oats_prune(m, _calib() if calib is None else calib, **options)
     )
 
 
@@ -605,6 +617,182 @@ CASES = [
         lambda: _gpt().add_batch(torch.ones(4, 5)).prune(0.5, percdamp=NAN),
         ValueError,
         "percdamp",
+    ),
+    # OATS
+    ("oats_budget", "range", lambda: oats_budget((6, 5), 1.0, 0.25), ValueError, "sparsity"),
+    ("oats_budget", "nan", lambda: oats_budget((6, 5), 0.5, NAN), ValueError, "rank_ratio"),
+    ("oats_budget", "range", lambda: oats_budget((6, 5), 0.5, 1.5), ValueError, "rank_ratio"),
+    ("oats_budget", "range", lambda: oats_budget((0, 5), 0.5, 0.25), ValueError, "shape"),
+    ("oats_budget", "type", lambda: oats_budget(6, 0.5, 0.25), TypeError, "shape"),
+    (
+        "oats_decompose_weight",
+        "nan",
+        lambda: oats_decompose_weight(W_NAN, 1, 2),
+        ValueError,
+        "weight",
+    ),
+    (
+        "oats_decompose_weight",
+        "inf",
+        lambda: oats_decompose_weight(W_INF, 1, 2),
+        ValueError,
+        "weight",
+    ),
+    (
+        "oats_decompose_weight",
+        "shape",
+        lambda: oats_decompose_weight(W[0], 1, 2),
+        ValueError,
+        "weight",
+    ),
+    ("oats_decompose_weight", "range", lambda: oats_decompose_weight(W, 6, 2), ValueError, "rank"),
+    (
+        "oats_decompose_weight",
+        "range",
+        lambda: oats_decompose_weight(W, 1, 6),
+        ValueError,
+        "row_nnz",
+    ),
+    (
+        "oats_decompose_weight",
+        "range",
+        lambda: oats_decompose_weight(W, 1, 2, iterations=0),
+        ValueError,
+        "iterations",
+    ),
+    (
+        "oats_decompose_weight",
+        "shape",
+        lambda: oats_decompose_weight(W, 1, 2, scale=torch.ones(6)),
+        ValueError,
+        "scale",
+    ),
+    (
+        "oats_decompose_weight",
+        "range",
+        lambda: oats_decompose_weight(W, 1, 2, scale=-torch.ones(5)),
+        ValueError,
+        "scale",
+    ),
+    (
+        "oats_decompose_weight",
+        "nan",
+        lambda: oats_decompose_weight(W, 1, 2, scale=torch.full((5,), NAN)),
+        ValueError,
+        "scale",
+    ),
+    (
+        "oats_decompose_weight",
+        "other",
+        lambda: oats_decompose_weight(W, 1, 2, scale=torch.zeros(5)),
+        ValueError,
+        "scale",
+    ),
+    (
+        "oats_decompose_weight",
+        "dtype",
+        lambda: oats_decompose_weight(W, 1, 2, dtype=torch.float16),
+        ValueError,
+        "dtype",
+    ),
+    ("oats_prune", "range", _oats(sparsity=1.0), ValueError, "sparsity"),
+    ("oats_prune", "nan", _oats(sparsity=NAN), ValueError, "sparsity"),
+    ("oats_prune", "range", _oats(rank_ratio=-0.1), ValueError, "rank_ratio"),
+    ("oats_prune", "range", _oats(iterations=0), ValueError, "iterations"),
+    ("oats_prune", "range", _oats(batch_size=0), ValueError, "batch_size"),
+    ("oats_prune", "type", _oats(sequential="yes"), TypeError, "sequential"),
+    ("oats_prune", "dtype", _oats(dtype=torch.int64), ValueError, "dtype"),
+    (
+        "oats_prune",
+        "dtype",
+        _oats(calib=torch.full((2, 8), NAN)),
+        (ValueError, TypeError),
+        "calib_input_ids",
+    ),
+    (
+        "oats_prune",
+        "empty",
+        _oats(calib=torch.zeros(0, 8, dtype=torch.long)),
+        ValueError,
+        "calib_input_ids",
+    ),
+    ("oats_prune", "range", _oats(calib=_calib(high=1000)), ValueError, "calib_input_ids"),
+    ("oats_prune", "other", _oats(target_modules=("nope",)), ValueError, "target_modules"),
+    ("oats_prune", "type", lambda: oats_prune(3, _calib(), 0.5), TypeError, "model"),
+    # OWL layer sparsities
+    (
+        "owl_layer_sparsity",
+        "range",
+        lambda: owl_layer_sparsity(_model(), _calib(), 1.0),
+        ValueError,
+        "sparsity",
+    ),
+    (
+        "owl_layer_sparsity",
+        "nan",
+        lambda: owl_layer_sparsity(_model(), _calib(), 0.5, owl_m=NAN),
+        ValueError,
+        "owl_m",
+    ),
+    (
+        "owl_layer_sparsity",
+        "range",
+        lambda: owl_layer_sparsity(_model(), _calib(), 0.5, owl_m=0),
+        ValueError,
+        "owl_m",
+    ),
+    (
+        "owl_layer_sparsity",
+        "range",
+        lambda: owl_layer_sparsity(_model(), _calib(), 0.5, owl_lambda=-0.1),
+        ValueError,
+        "owl_lambda",
+    ),
+    (
+        "owl_layer_sparsity",
+        "range",
+        lambda: owl_layer_sparsity(_model(), _calib(), 0.5, owl_lambda=INF),
+        ValueError,
+        "owl_lambda",
+    ),
+    (
+        "owl_layer_sparsity",
+        "dtype",
+        lambda: owl_layer_sparsity(_model(), torch.full((2, 8), NAN), 0.5),
+        (ValueError, TypeError),
+        "calib_input_ids",
+    ),
+    (
+        "owl_layer_sparsity",
+        "type",
+        lambda: owl_layer_sparsity(W, _calib(), 0.5),
+        TypeError,
+        "model",
+    ),
+    (
+        "wanda_prune",
+        "other",
+        lambda: _untouched_after(lambda m: wanda_prune(m, _calib(), 0.5, layer_sparsity="global")),
+        ValueError,
+        "layer_sparsity",
+    ),
+    (
+        "wanda_prune",
+        "nan",
+        lambda: _untouched_after(
+            lambda m: wanda_prune(m, _calib(), 0.5, layer_sparsity="owl", owl_lambda=NAN)
+        ),
+        ValueError,
+        "owl_lambda",
+    ),
+    ("sparsegpt_prune", "other", _sparsegpt(layer_sparsity="global"), ValueError, "layer_sparsity"),
+    ("sparsegpt_prune", "range", _sparsegpt(layer_sparsity="owl", owl_m=-1.0), ValueError, "owl_m"),
+    (
+        "sparsegpt_prune",
+        "other",
+        _sparsegpt(sparsity=None, prunen=2, prunem=4, layer_sparsity="owl"),
+        ValueError,
+        "layer_sparsity",
     ),
     # records and files
     ("allocation_summary", "empty", lambda: allocation_summary([]), ValueError, "allocation"),

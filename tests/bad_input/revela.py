@@ -319,6 +319,27 @@ CASES = [
         "queries",
     ),
     ("BM25Retriever", "empty", lambda: BM25Retriever().index([]), ValueError, "documents"),
+    (
+        "BM25Retriever",
+        "empty",
+        lambda: BM25Retriever().index(["def f(): pass", " \n"]),
+        ValueError,
+        r"documents\[1\] is blank",
+    ),
+    (
+        "BM25Retriever",
+        "empty",
+        lambda: BM25Retriever().index(["a b"]).search([""]),
+        ValueError,
+        r"queries\[0\] is blank",
+    ),
+    (
+        "BM25Retriever",
+        "other",
+        lambda: BM25Retriever().index(["a b"]).search(["a b", "()"]),
+        ValueError,
+        r"queries\[1\] has no word token",
+    ),
     ("BM25Retriever", "range", lambda: BM25Retriever(k1=NAN), ValueError, "k1"),
     ("BM25Retriever", "range", lambda: BM25Retriever(b=1.5), ValueError, "b"),
     (
@@ -354,6 +375,20 @@ CASES = [
     ("RevelaRetriever", "empty", lambda: _retriever().encode([]), ValueError, "sentences"),
     ("RevelaRetriever", "type", lambda: _retriever().encode([1, 2]), TypeError, "sentences"),
     ("RevelaRetriever", "empty", lambda: _retriever().index([]), ValueError, "documents"),
+    (
+        "RevelaRetriever",
+        "empty",
+        lambda: _retriever().index(["def f(): pass", ""]),
+        ValueError,
+        r"documents\[1\] is blank",
+    ),
+    (
+        "RevelaRetriever",
+        "empty",
+        lambda: _retriever().search(["  "], CorpusIndex(np.ones((1, 64)))),
+        ValueError,
+        r"queries\[0\] is blank",
+    ),
     (
         "RevelaRetriever",
         "empty",

@@ -293,6 +293,54 @@ def test_store_resumes_without_calling_the_generator(world, pipe, stream, tmp_pa
     assert len(QAStore(path)) == first.synthesized
 
 
+class _CrashAfter(ExtractiveTemplateGenerator):
+    """The offline generator, killed (KeyboardInterrupt) at its ``limit``-th call."""
+
+    def __init__(self, limit=None):
+        super().__init__()
+        self.limit, self.calls = limit, 0
+
+    def __call__(self, fields):
+        self.calls += 1
+        if self.limit is not None and self.calls >= self.limit:
+            raise KeyboardInterrupt("killed mid-run")
+        return super().__call__(fields)
+
+
+def test_interrupted_run_keeps_every_accepted_tuple_and_resumes(world, pipe, stream, tmp_path):
+    auth, ann = world.authority_snippets(), world.announcements()
+    part = partition_phases(stream, window_days=45, threshold=5e-4)
+
+    def updater(generator, store=None):
+        p = SynthesisPipeline("bm25", generator=generator, ner=world.ner)
+        p.set_assets(pipe.templates, pipe.personas)
+        return DualDynamicUpdater(p, window_days=45, size=30, store=store)
+
+    reference = updater(_CrashAfter())
+    ref_slices = reference.run(auth, ann, stream, partition=part)
+    path = tmp_path / "qa.jsonl"
+    killed = updater(_CrashAfter(limit=reference.pipeline.stats["generator_calls"] // 2), path)
+    with pytest.raises(KeyboardInterrupt):
+        killed.run(auth, ann, stream, partition=part)
+    accepted = killed.pipeline.stats["accepted"]
+    assert 0 < accepted < reference.synthesized
+    assert len(QAStore(path)) == accepted  # every tuple accepted before the kill is on disk
+    with path.open("a") as fh:
+        fh.write('{"request": 4242, "tuple": {"quest')  # the write the kill tore
+    resumed = updater(_CrashAfter(), path)
+    slices = resumed.run(auth, ann, stream, partition=part)
+    assert resumed.replayed == accepted and resumed.store.torn_lines == 1
+    # only the requests that were not stored reach the generator again
+    requests = reference.pipeline.stats["requests"]
+    assert resumed.pipeline.stats["requests"] == requests - accepted
+    for a, b in zip(ref_slices, slices, strict=True):
+        assert [t.question for t in a.tuples] == [t.question for t in b.tuples]
+        assert [t.answer for t in a.tuples] == [t.answer for t in b.tuples]
+    # the tuples appended after the torn line are readable: nothing synthesised is lost
+    again = QAStore(path)
+    assert len(again) == reference.synthesized and again.torn_lines == 1
+
+
 def test_ranking_metrics_by_hand():
     m = ranking_metrics([["a", "x", "b"]], [{"a", "b"}], (1, 3))
     assert m["recall@1"][0] == 0.5 and m["recall@3"][0] == 1.0

@@ -302,6 +302,24 @@ def test_index_chunks_long_documents_and_round_trips(tiny, tmp_path):
     assert np.array_equal(ids, ids2) and np.allclose(scores, scores2)
 
 
+def test_blank_queries_and_documents_are_refused_not_ranked(tiny):
+    model, tok = tiny
+    retr = RevelaRetriever.from_causal_lm(model, tokenizer=tok, max_length=24)
+    docs = ["def f(x):\n    return x", "()"]  # punctuation only is a document, not a blank one
+    index = retr.index(docs)
+    assert index.n_documents == 2
+    with pytest.raises(ValueError, match=r"queries\[1\] is blank"):
+        retr.search(["return x", " \t"], index)
+    with pytest.raises(ValueError, match=r"documents\[0\] is blank"):
+        retr.index(["", "def g(): pass"])
+    bm = BM25Retriever().index(docs)
+    assert bm.search(["return x"], k=1)[0][0, 0] == 0
+    with pytest.raises(ValueError, match=r"queries\[0\] has no word token"):
+        bm.search(["(())"])
+    with pytest.raises(ValueError, match=r"documents\[1\] is blank"):
+        BM25Retriever().index(["def f(): pass", "\n"])
+
+
 def test_exact_search_matches_a_full_sort():
     rng = np.random.default_rng(0)
     emb = rng.standard_normal((50, 8)).astype(np.float32)

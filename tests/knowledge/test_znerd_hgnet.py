@@ -347,6 +347,18 @@ def test_token_encoder_chunks_long_texts_and_aligns_offsets():
     assert np.all(np.diff(offs[:, 0]) > 0)
 
 
+def test_token_encoder_counts_windowed_texts_read_back_from_its_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    long_text = " ".join(["quantum optics depends on harmonic lattice"] * 8)
+    texts = [long_text, "graph kernels", long_text + " again"]
+    first = TokenEncoder(max_length=16, cache=True)
+    feats = first.encode(texts)
+    assert first.n_chunked == 2
+    again = TokenEncoder(max_length=16, cache=True)  # reads the features from disk
+    assert [f.shape for f, _ in again.encode(texts)] == [f.shape for f, _ in feats]
+    assert again.n_chunked == 2 and again._model is None
+
+
 # ---------------------------------------------------------------- claims
 
 

@@ -54,6 +54,24 @@ def test_output_size_non_square_and_non_integer_scale():
     assert up(_image(), _feats(), output_size=20).shape == (2, 5, 20, 20)
 
 
+def test_features_of_another_aspect_and_too_small_sizes_are_refused():
+    """A grid that divides the image but with another stride per axis (another aspect) and
+    an output size below the grid are errors naming ``features`` / ``output_size``, for
+    AnyUp and for every baseline sharing its input check."""
+    up = _model()
+    spec = SpecificUpsampler(5, qk_dim=8, num_heads=2, lfu_dim=4)
+    for f in (up, spec, bilinear, JointBilateralUpsampler()):
+        with pytest.raises(ValueError, match="features grid 4x2 does not match the aspect"):
+            f(_image(), _feats(h=4, w=2))  # 32 x 32 image: strides 8 and 16
+        with pytest.raises(ValueError, match="features grid 4x4 does not match the aspect"):
+            f(_image(h=32, w=48), _feats())  # 4 x 4 divides 32 x 48, aspect 2:3
+        with pytest.raises(ValueError, match="output_size"):
+            f(_image(), _feats(), (3, 8))  # smaller than the 4 x 4 grid
+    # the same aspect at another resolution, and an output between grid and image, pass
+    assert up(_image(h=32, w=48), _feats(h=4, w=6), output_size=(4, 6)).shape == (2, 5, 4, 6)
+    assert bilinear(_image(h=32, w=48), _feats(h=2, w=3)).shape == (2, 5, 32, 48)
+
+
 def test_channel_permutation_equivariance():
     up = _model()
     x, f = _image(), _feats(c=9)

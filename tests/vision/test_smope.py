@@ -12,6 +12,7 @@ from iclr26.models.vision import TinyViT, pooled
 from iclr26.vision.smope import (
     CODAPromptLite,
     ContinualTrainer,
+    DualPromptLite,
     L2PLite,
     NCMClassifier,
     PassCounter,
@@ -409,6 +410,7 @@ def test_tiny_end_to_end_two_tasks_every_method():
         lambda: SharedPrefix(vit, 4, layers=(0, 1), n_experts=6),
         lambda: L2PLite(vit, 4, layers=(0,)),
         lambda: CODAPromptLite(vit, 4, n_tasks=2, layers=(0,)),
+        lambda: DualPromptLite(vit, 4, n_tasks=2, g_layers=(0,), e_layers=(1, 2)),
         lambda: NCMClassifier(vit, 4),
     ):
         result = ContinualTrainer(make(), epochs_per_task=1, batch_size=4).run(tasks)
@@ -425,6 +427,9 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     if name == "one-pass-fewer-params":
         assert record["metrics"]["smope_passes_per_image"] == 1
         assert record["baseline"]["l2p_lite"]["passes_per_image"] == 2
+        assert record["baseline"]["dual_prompt_lite"]["passes_per_image"] == 2
+    if name == "faa-vs-prompts":
+        assert "dual_prompt_lite" in record["baseline"]
 
 
 def test_classifier_alignment_retrains_the_head_on_class_gaussians():

@@ -205,7 +205,9 @@ class QAStore:
 
     Each accepted tuple is written and flushed as soon as the judge accepts it, so an
     interrupted run loses nothing; a rerun with the same seed replays stored requests instead
-    of calling the generator again. A torn last line (killed mid-write) is ignored."""
+    of calling the generator again. A torn last line (killed mid-write) is ignored and counted
+    in ``torn_lines``; the next append starts on a fresh line, so it is not glued to the torn
+    one."""
 
     def __init__(self, path: str | os.PathLike):
         if not isinstance(path, str | os.PathLike):
@@ -214,7 +216,12 @@ class QAStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._items: dict[int, QATuple] = {}
         self.torn_lines = 0
+        self._open_line = False  # the file ends without a newline (a torn last write)
         if self.path.exists():
+            with self.path.open("rb") as fh:
+                if fh.seek(0, os.SEEK_END) > 0:
+                    fh.seek(-1, os.SEEK_END)
+                    self._open_line = fh.read(1) != b"\n"
             with self.path.open(encoding="utf-8") as fh:
                 for line in fh:
                     try:
@@ -232,8 +239,9 @@ class QAStore:
     def append(self, request: int, item: QATuple) -> None:
         rec = {"request": int(request), "tuple": item.to_dict()}
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(rec) + "\n")
+            fh.write(("\n" if self._open_line else "") + json.dumps(rec) + "\n")
             fh.flush()
+        self._open_line = False
         self._items[int(request)] = item
 
     def tuples(self) -> list[QATuple]:

@@ -38,6 +38,16 @@ PASSAGE_PREFIX = "Passage: "
 _CONFIG_NAME = "revela_retriever.json"
 
 
+def _check_nonblank(texts, name: str) -> list[str]:
+    """A list of strings none of which is blank: an empty query or document has no content to
+    match, and ranking for it would be an arbitrary order that looks like an answer."""
+    texts = _check_texts(texts, name)
+    for i, t in enumerate(texts):
+        if not t.strip():
+            raise ValueError(f"{name}[{i}] is blank: an empty text cannot be searched or indexed")
+    return texts
+
+
 class RevelaRetriever(torch.nn.Module):
     """A bi-encoder: ``backbone`` (a HF base model returning ``last_hidden_state``) and its
     ``tokenizer``; ``pooling`` is ``"eos"`` or ``"mean"``; ``max_length`` counts tokens,
@@ -190,14 +200,14 @@ class RevelaRetriever(torch.nn.Module):
     def index(self, documents, batch_size: int = 32) -> CorpusIndex:
         """Embed a corpus into a :class:`CorpusIndex` (documents over ``max_length`` tokens are
         chunked into windows; the index counts them)."""
-        documents = _check_texts(documents, "documents")
+        documents = _check_nonblank(documents, "documents")
         texts, owner = self._document_windows(documents)
         emb = self.encode(texts, batch_size=batch_size, prefix=PASSAGE_PREFIX)
         return CorpusIndex(emb, owner, n_documents=len(documents))
 
     def search(self, queries, index: CorpusIndex, k: int = 10, batch_size: int = 32):
         """Top-``k`` documents per query: ``(doc_ids (n, k), scores (n, k))``."""
-        queries = _check_texts(queries, "queries")
+        queries = _check_nonblank(queries, "queries")
         if not isinstance(index, CorpusIndex):
             raise TypeError(f"index: expected a CorpusIndex, got {type(index).__name__}")
         q = self.encode(queries, batch_size=batch_size, prefix=QUERY_PREFIX)
@@ -322,7 +332,8 @@ class BM25Retriever:
     def index(self, documents) -> BM25Retriever:
         import bm25s
 
-        documents = _check_texts(documents, "documents")
+        documents = _check_nonblank(documents, "documents")
+        # a document of punctuation only has no word token; it stays in the index, unmatched
         tokens = [code_tokenize(d) or ["<empty>"] for d in documents]
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
         self._bm25.index(tokens, show_progress=False)
@@ -330,12 +341,15 @@ class BM25Retriever:
         return self
 
     def search(self, queries, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-        queries = _check_texts(queries, "queries")
+        queries = _check_nonblank(queries, "queries")
         k = V.check_int(k, "k", low=1)
         if self._bm25 is None:
             raise RuntimeError("index: call index(documents) before search")
         k = min(k, self.n_documents)
-        tokens = [code_tokenize(q) or ["<empty>"] for q in queries]
+        tokens = [code_tokenize(q) for q in queries]
+        for i, t in enumerate(tokens):
+            if not t:
+                raise ValueError(f"queries[{i}] has no word token for BM25: {queries[i]!r}")
         # tokens outside the corpus vocabulary score 0 (bm25s ignores them)
         docs, scores = self._bm25.retrieve(tokens, k=k, show_progress=False)
         return np.asarray(docs, dtype=np.int64), np.asarray(scores, dtype=np.float32)

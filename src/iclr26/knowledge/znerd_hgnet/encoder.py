@@ -156,6 +156,9 @@ class TokenEncoder(_FeatureCache):
                 feats, offs, lens = data["features"], data["offsets"], data["lengths"]
                 self.dim = int(data["dim"])
                 cuts = np.cumsum(lens)[:-1]
+                # a text's features hold all its word pieces, so the windowed ones are those
+                # longer than one window (counted as if the model had run)
+                self.n_chunked += int((lens > self.max_length - 2).sum())
                 return list(zip(np.split(feats, cuts), np.split(offs, cuts)))
         out = self._run_model(texts)
         if self.cache:

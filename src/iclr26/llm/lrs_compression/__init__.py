@@ -4,7 +4,8 @@ Robust PCA (inexact ALM) splits every linear weight into low-rank + sparse candi
 REINFORCE-trained Bernoulli allocator with a projection onto one global parameter budget, and a
 cost-aware global top-K, decide which singular triplets and sparse entries every matrix keeps;
 the kept parts become :class:`LowRankSparseLinear` modules. Baselines: Wanda, magnitude pruning,
-SparseGPT, uniform low-rank + sparse and uniform SVD at the same parameter count.
+SparseGPT, OATS (scaled alternating SVD + hard thresholding), uniform low-rank + sparse and
+uniform SVD at the same parameter count.
 """
 
 from iclr26.llm.lrs_compression.allocator import (
@@ -15,8 +16,10 @@ from iclr26.llm.lrs_compression.allocator import (
     uniform_allocation,
 )
 from iclr26.llm.lrs_compression.baselines import (
+    LAYER_SPARSITY,
     activation_norms,
     magnitude_prune,
+    owl_layer_sparsity,
     svd_uniform,
     uniform_lrs,
     wanda_prune,
@@ -24,6 +27,7 @@ from iclr26.llm.lrs_compression.baselines import (
 from iclr26.llm.lrs_compression.candidates import RPCACandidates
 from iclr26.llm.lrs_compression.compressor import OBJECTIVES, CAPCompressor, allocation_summary
 from iclr26.llm.lrs_compression.layers import LowRankSparseLinear
+from iclr26.llm.lrs_compression.oats import oats_budget, oats_decompose_weight, oats_prune
 from iclr26.llm.lrs_compression.rpca import rpca, shrink, singular_value_threshold
 from iclr26.llm.lrs_compression.serialization import load_compressed, save_compressed
 from iclr26.llm.lrs_compression.sparsegpt import SparseGPT, sparsegpt_prune, sparsegpt_prune_weight
@@ -35,6 +39,7 @@ from iclr26.llm.lrs_compression.targets import (
 
 __all__ = [
     "DEFAULT_TARGETS",
+    "LAYER_SPARSITY",
     "OBJECTIVES",
     "CAPCompressor",
     "LowRankSparseLinear",
@@ -48,6 +53,10 @@ __all__ = [
     "linear_flops_per_token",
     "load_compressed",
     "magnitude_prune",
+    "oats_budget",
+    "oats_decompose_weight",
+    "oats_prune",
+    "owl_layer_sparsity",
     "project_budget",
     "rpca",
     "save_compressed",

@@ -1,11 +1,15 @@
 """Baselines at the same parameter count: Wanda, magnitude pruning, uniform low-rank + sparse
-and uniform truncated SVD.
+and uniform truncated SVD, and OWL's layer-wise sparsities for Wanda and SparseGPT.
 
 Wanda (Sun et al., 2024) scores ``|W_ij| * ||X_j||_2`` with the input-activation norms of one
 calibration pass and prunes each output row to the target sparsity. Magnitude pruning keeps the
 largest ``|W_ij|`` of each matrix. ``uniform_lrs`` uses CAP's own RPCA pools but gives every
 matrix the same kept fraction (the ablation that isolates global allocation); ``svd_uniform``
-keeps the same rank fraction of every matrix's truncated SVD with no sparse part. Each computes
+keeps the same rank fraction of every matrix's truncated SVD with no sparse part. OWL (Yin et
+al., ICML 2024) gives every block ``l`` its own sparsity from its outlier ratio ``D_l``, the
+fraction of Wanda scores of the block above ``M`` times their mean: the ratios are rescaled to
+``[0, 2 lambda]``, shifted to the mean kept fraction ``1 - sparsity``, and block ``l`` keeps that
+fraction (more outliers, more kept). Each computes
 every new weight first and writes them all at the end, so an error leaves the model unchanged.
 """
 
@@ -31,7 +35,16 @@ from iclr26.llm.lrs_compression.targets import (
 )
 from iclr26.models import hf_compat
 
-__all__ = ["magnitude_prune", "svd_uniform", "uniform_lrs", "wanda_prune"]
+__all__ = [
+    "LAYER_SPARSITY",
+    "magnitude_prune",
+    "owl_layer_sparsity",
+    "svd_uniform",
+    "uniform_lrs",
+    "wanda_prune",
+]
+
+LAYER_SPARSITY = ("uniform", "owl")
 
 
 def _sparsity(sparsity: Any) -> float:
@@ -106,24 +119,101 @@ def activation_norms(
     return {k: v.sqrt() for k, v in sums.items()}
 
 
+def _owl_options(owl_m: Any, owl_lambda: Any) -> tuple[float, float]:
+    owl_m = V.check_scalar(owl_m, "owl_m", low=0.0, low_open=True)
+    owl_lambda = V.check_scalar(owl_lambda, "owl_lambda", low=0.0)
+    return owl_m, owl_lambda
+
+
+def _owl_from_scores(
+    scores: dict[int, list[torch.Tensor]], sparsity: float, owl_m: float, owl_lambda: float
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Layer sparsities and outlier ratios from each layer's Wanda scores."""
+    layers = sorted(scores)
+    ratio = []
+    for layer in layers:
+        flat = torch.cat([s.reshape(-1).double() for s in scores[layer]])
+        ratio.append(float((flat > owl_m * flat.mean()).double().mean()))
+    r = torch.tensor(ratio, dtype=torch.float64)
+    spread = float(r.max() - r.min())
+    # equal ratios (or one layer) leave nothing to spread: every layer gets the target
+    scaled = (r - r.min()) / spread * 2 * owl_lambda if spread > 0 else torch.zeros_like(r)
+    kept = scaled - scaled.mean() + (1.0 - sparsity)
+    per_layer = {layer: float(1.0 - k) for layer, k in zip(layers, kept)}
+    low, high = min(per_layer.values()), max(per_layer.values())
+    if low < 0.0 or high >= 1.0:
+        raise ValueError(
+            f"owl_lambda={owl_lambda:g} spreads the layer sparsities to [{low:.4g}, {high:.4g}] "
+            f"around sparsity={sparsity:g}, outside [0, 1); use a smaller owl_lambda"
+        )
+    return per_layer, dict(zip(layers, ratio))
+
+
+def owl_layer_sparsity(
+    model: nn.Module | str,
+    calib_input_ids: Any,
+    sparsity: float,
+    target_modules: Sequence[str] = DEFAULT_TARGETS,
+    owl_m: float = 5.0,
+    owl_lambda: float = 0.08,
+    norms: dict[str, torch.Tensor] | None = None,
+) -> dict[str, dict[int, float]]:
+    """OWL's sparsity of every layer (transformer block): ``{"sparsity": {layer: s_l},
+    "outlier_ratio": {layer: D_l}}`` with ``D_l`` the fraction of the block's Wanda scores
+    ``|W_ij| ||X_j||`` (all its targets together) above ``owl_m`` times their mean, and
+    ``1 - s_l = 2 owl_lambda (D_l - min D) / (max D - min D) - mean(...) + 1 - sparsity``, so
+    the layer sparsities average to ``sparsity``. ``norms`` (from :func:`activation_norms`)
+    skips the calibration pass."""
+    model = check_model(model)
+    sparsity = _sparsity(sparsity)
+    owl_m, owl_lambda = _owl_options(owl_m, owl_lambda)
+    targets = find_targets(model, check_targets(target_modules))
+    if norms is None:
+        norms = activation_norms(model, calib_input_ids, target_modules)
+    scores: dict[int, list[torch.Tensor]] = {}
+    for t in targets:
+        w = t.module.weight.detach()
+        scores.setdefault(t.layer, []).append(w.abs() * norms[t.name].to(w)[None, :])
+    per_layer, ratios = _owl_from_scores(scores, sparsity, owl_m, owl_lambda)
+    return {"sparsity": per_layer, "outlier_ratio": ratios}
+
+
 def wanda_prune(
     model: nn.Module | str,
     calib_input_ids: Any,
     sparsity: float,
     target_modules: Sequence[str] = DEFAULT_TARGETS,
+    layer_sparsity: str = "uniform",
+    owl_m: float = 5.0,
+    owl_lambda: float = 0.08,
 ) -> nn.Module:
     """Wanda: prune each output row of every target to ``sparsity`` by ``|W_ij| ||X_j||_2``
-    (activation norms from one pass over ``calib_input_ids``); in place, returns the model."""
+    (activation norms from one pass over ``calib_input_ids``); in place, returns the model.
+
+    ``layer_sparsity="owl"`` prunes the targets of layer ``l`` to OWL's ``s_l`` instead (see
+    :func:`owl_layer_sparsity`; they average to ``sparsity`` over the layers) and records them
+    in ``model.owl_``."""
     model = check_model(model)
     sparsity = _sparsity(sparsity)
+    layer_sparsity = V.check_choice(layer_sparsity, "layer_sparsity", LAYER_SPARSITY)
+    owl_m, owl_lambda = _owl_options(owl_m, owl_lambda)
     targets = find_targets(model, check_targets(target_modules))
     norms = activation_norms(model, calib_input_ids, target_modules)
+    owl = None
+    if layer_sparsity == "owl":
+        owl = owl_layer_sparsity(
+            model, None, sparsity, target_modules, owl_m, owl_lambda, norms=norms
+        )
     new = {}
     for t in targets:
         w = t.module.weight.detach()
         score = w.abs() * norms[t.name].to(w)[None, :]
-        new[t.module] = _row_prune(w, score, sparsity)
-    return _write_weights(model, new)
+        s = owl["sparsity"][t.layer] if owl is not None else sparsity
+        new[t.module] = _row_prune(w, score, s)
+    _write_weights(model, new)
+    if owl is not None:
+        model.owl_ = owl
+    return model
 
 
 def uniform_lrs(

@@ -1,4 +1,5 @@
-"""Claim checks of CAP: against Wanda at equal parameters (C1, SparseGPT reported beside it),
+"""Claim checks of CAP: against Wanda at equal parameters (C1, SparseGPT and OATS reported beside
+it),
 global against uniform allocation (C2), and the allocator's detection of redundancy on synthetic
 matrices (C3)."""
 
@@ -30,6 +31,7 @@ from iclr26.llm.lrs_compression.baselines import (
 )
 from iclr26.llm.lrs_compression.candidates import RPCACandidates
 from iclr26.llm.lrs_compression.compressor import CAPCompressor, allocation_summary
+from iclr26.llm.lrs_compression.oats import oats_prune
 from iclr26.llm.lrs_compression.sparsegpt import sparsegpt_prune
 from iclr26.llm.lrs_compression.targets import count_parameters, linear_flops_per_token
 
@@ -52,12 +54,32 @@ def _plt():
 
 def _settings(ctx: Context) -> dict[str, Any]:
     return ctx.pick(
-        smoke=dict(n_seeds=1, n_calib=4, seq_len=32, iterations=2, eval_windows=4, time_batch=1),
+        smoke=dict(
+            n_seeds=1,
+            n_calib=4,
+            seq_len=32,
+            iterations=2,
+            eval_windows=4,
+            time_batch=1,
+            oats_iterations=5,
+        ),
         quick=dict(
-            n_seeds=3, n_calib=64, seq_len=SEQ_LEN, iterations=3, eval_windows=100, time_batch=4
+            n_seeds=3,
+            n_calib=64,
+            seq_len=SEQ_LEN,
+            iterations=3,
+            eval_windows=100,
+            time_batch=4,
+            oats_iterations=80,
         ),
         full=dict(
-            n_seeds=3, n_calib=128, seq_len=SEQ_LEN, iterations=3, eval_windows=200, time_batch=4
+            n_seeds=3,
+            n_calib=128,
+            seq_len=SEQ_LEN,
+            iterations=3,
+            eval_windows=200,
+            time_batch=4,
+            oats_iterations=80,
         ),
     )
 
@@ -135,8 +157,8 @@ _EXPERIMENTS: dict[tuple, dict[str, Any]] = {}
 
 
 def _experiment(ctx: Context) -> dict[str, Any]:
-    """Dense, CAP (per seed), its no-step ablation, Wanda and SparseGPT (per seed, on CAP's
-    calibration set), magnitude, uniform SVD and uniform low-rank + sparse, all at ratio 0.5 on
+    """Dense, CAP (per seed), its no-step ablation, Wanda, SparseGPT and OATS (per seed, on
+    CAP's calibration set), magnitude, uniform SVD and uniform low-rank + sparse, all at ratio 0.5 on
     one model; shared by C1 and C2."""
     cfg = _settings(ctx)
     device = ctx.device
@@ -162,7 +184,7 @@ def _experiment(ctx: Context) -> dict[str, Any]:
     out["dense"].update(_throughput(ctx, model, time_ids, device))
 
     seeds = [ctx.seed + i for i in range(cfg["n_seeds"])]
-    out["cap"], out["wanda"], out["sparsegpt"] = [], [], []
+    out["cap"], out["wanda"], out["sparsegpt"], out["oats"], out["wanda_owl"] = [], [], [], [], []
     cap = None
     for j, seed in enumerate(seeds):
         rng = np.random.default_rng(seed)
@@ -215,6 +237,11 @@ def _experiment(ctx: Context) -> dict[str, Any]:
             wrow.update(_throughput(ctx, pruned, time_ids, device))
         out["wanda"].append(wrow)
         del pruned
+        pruned = wanda_prune(copy.deepcopy(model), calib, ratio, layer_sparsity="owl")
+        owl_row = {"seed": seed, **_evaluate(pruned, windows, device), **count_parameters(pruned)}
+        owl_row["owl_layer_sparsity"] = {str(k): v for k, v in pruned.owl_["sparsity"].items()}
+        out["wanda_owl"].append(owl_row)
+        del pruned
         ctx.report(base + 0.7 / len(seeds), f"seed {seed}: SparseGPT")
         pruned = sparsegpt_prune(copy.deepcopy(model), calib, ratio)
         srow = {"seed": seed, **_evaluate(pruned, windows, device), **count_parameters(pruned)}
@@ -222,6 +249,21 @@ def _experiment(ctx: Context) -> dict[str, Any]:
         for k in ("columns_processed", "hessian_entries", "block_forwards", "loss"):
             srow[f"sparsegpt_{k}"] = stats[k]
         out["sparsegpt"].append(srow)
+        del pruned
+        ctx.report(base + 0.75 / len(seeds), f"seed {seed}: OATS")
+        pruned = oats_prune(copy.deepcopy(model), calib, ratio, iterations=cfg["oats_iterations"])
+        orow = {"seed": seed, **_evaluate(pruned, windows, device), **count_parameters(pruned)}
+        stats = pruned.oats_stats_
+        for k in ("svds", "block_forwards", "iterations", "rank_ratio"):
+            orow[f"oats_{k}"] = stats[k]
+        orow["oats_total_rank"] = sum(r["rank"] for r in stats["modules"])
+        orow["oats_total_nnz"] = sum(r["nnz"] for r in stats["modules"])
+        orow["oats_relative_error"] = float(
+            np.mean([r["relative_error"] for r in stats["modules"]])
+        )
+        if j == 0:
+            orow.update(_throughput(ctx, pruned, time_ids, device))
+        out["oats"].append(orow)
         del pruned
     # ablation: the same pools and budget, zero allocator steps (initial probabilities + top-K)
     assert cap is not None
@@ -352,6 +394,30 @@ def cap_vs_wanda(ctx: Context) -> Result:
             "gap_cap_vs_sparsegpt": gap_cap / gap_sgpt if gap_sgpt > 0 else math.inf,
             **{k: v for k, v in sgpts[0].items() if k.startswith("sparsegpt_")},
         }
+    oats = exp.get("oats", [])
+    if oats:  # reported beside the criterion, which compares CAP with Wanda only
+        gap_oats = _mean(oats, "ppl") - dense["ppl"]
+        baseline["oats"] = {
+            **_summary(oats[0]),
+            "ppl": _mean(oats, "ppl"),
+            "ppl_std": _std(oats, "ppl"),
+            "ppl_per_seed": [r["ppl"] for r in oats],
+            "next_token_acc": _mean(oats, "next_token_acc"),
+            "gap": gap_oats,
+            "gap_vs_wanda": gap_oats / gap_wanda if gap_wanda > 0 else math.inf,
+            "gap_cap_vs_oats": gap_cap / gap_oats if gap_oats > 0 else math.inf,
+            **{k: v for k, v in oats[0].items() if k.startswith("oats_")},
+        }
+    owls = exp.get("wanda_owl", [])
+    if owls:  # Wanda with OWL's layer sparsities; beside the criterion, not read by it
+        baseline["wanda_owl"] = {
+            **_summary(owls[0]),
+            "ppl": _mean(owls, "ppl"),
+            "ppl_std": _std(owls, "ppl"),
+            "ppl_per_seed": [r["ppl"] for r in owls],
+            "gap": _mean(owls, "ppl") - dense["ppl"],
+            "layer_sparsity": owls[0]["owl_layer_sparsity"],
+        }
     same_params = metrics["params_targets"] <= baseline["wanda"]["targets"]
     result = Result.judge(
         metrics=metrics,
@@ -363,19 +429,20 @@ def cap_vs_wanda(ctx: Context) -> Result:
     )
     try:
         plt = _plt()
-        names = ["dense", "CAP", "CAP 0 steps", "Wanda", "SparseGPT", "magnitude", "SVD"]
+        names = ["dense", "CAP", "CAP 0 steps", "Wanda", "SparseGPT", "OATS", "magnitude", "SVD"]
         values = [
             dense["ppl"],
             metrics["ppl"],
             exp["cap_no_steps"]["ppl"],
             baseline["wanda"]["ppl"],
             baseline.get("sparsegpt", {}).get("ppl", math.nan),
+            baseline.get("oats", {}).get("ppl", math.nan),
             exp["magnitude"]["ppl"],
             exp["svd_uniform"]["ppl"],
         ]
         fig, ax = plt.subplots(figsize=(6.8, 3.2))
-        ax.bar(names, values, color=["grey", "C0", "C9", "C1", "C4", "C2", "C3"])
-        ax.tick_params(axis="x", labelsize=8)
+        ax.bar(names, values, color=["grey", "C0", "C9", "C1", "C4", "C5", "C2", "C3"])
+        ax.tick_params(axis="x", labelsize=7)
         ax.set_yscale("log")
         ax.set_ylabel("test perplexity")
         needed = dense["ppl"] + 0.80 * (baseline["wanda"]["ppl"] - dense["ppl"])
@@ -429,6 +496,15 @@ def global_vs_uniform(ctx: Context) -> Result:
         },
         "dense": _summary(exp["dense"]),
     }
+    oats = exp.get("oats", [])
+    if oats:  # a uniform per-matrix low-rank + sparse split of its own; read by no criterion
+        baseline["oats"] = {
+            **_summary(oats[0]),
+            "ppl": _mean(oats, "ppl"),
+            "ppl_per_seed": [r["ppl"] for r in oats],
+            "total_rank": oats[0]["oats_total_rank"],
+            "total_nnz": oats[0]["oats_total_nnz"],
+        }
     result = Result.judge(
         metrics=metrics,
         baseline=baseline,

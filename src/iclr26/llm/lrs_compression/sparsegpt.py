@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from iclr26 import validation as V
+from iclr26.llm.lrs_compression.baselines import LAYER_SPARSITY, _owl_options, owl_layer_sparsity
 from iclr26.llm.lrs_compression.targets import (
     DEFAULT_TARGETS,
     Target,
@@ -330,6 +331,7 @@ def _sequential(
     options: dict[str, Any],
     true_sequential: bool,
     batch_size: int,
+    layer_sparsity: dict[int, float] | None = None,
 ) -> dict[str, Any]:
     blocks, per_block = _blocks(model, targets)
     for t in targets:
@@ -355,8 +357,11 @@ def _sequential(
             finally:
                 for h in hooks:
                     h.remove()
+            block_options = dict(options)
+            if layer_sparsity is not None:
+                block_options["sparsity"] = layer_sparsity.get(b, options["sparsity"])
             for t in group:
-                weight = gpts[t.name].prune(**options)
+                weight = gpts[t.name].prune(**block_options)
                 t.module.weight.copy_(weight)
                 modules.append({"name": t.name, "layer": b, **gpts[t.name].info_})
                 del gpts[t.name]
@@ -388,6 +393,9 @@ def sparsegpt_prune(
     percdamp: float = 0.01,
     true_sequential: bool = False,
     batch_size: int = 8,
+    layer_sparsity: str = "uniform",
+    owl_m: float = 5.0,
+    owl_lambda: float = 0.08,
 ) -> nn.Module:
     """SparseGPT on every target of a causal LM, block after block; in place, returns the model.
 
@@ -397,17 +405,26 @@ def sparsegpt_prune(
     pruned block's outputs become the next block's inputs. ``model.sparsegpt_stats_`` records
     per module ``loss``, ``blocks``, ``columns``, ``hessian_size`` and the realised sparsity,
     and in all ``columns_processed``, ``hessian_entries`` and ``block_forwards``. On an error
-    every weight is restored."""
+    every weight is restored. ``layer_sparsity="owl"`` prunes block ``l`` to OWL's ``s_l``
+    (:func:`owl_layer_sparsity`, from the dense model's Wanda scores; unstructured only),
+    recorded in ``model.owl_``."""
     model = check_model(model)
     sparsity, prunen, prunem, blocksize, percdamp = _check_pattern(
         sparsity, prunen, prunem, blocksize, percdamp
     )
     true_sequential = V.check_bool(true_sequential, "true_sequential")
     batch_size = V.check_int(batch_size, "batch_size", low=1)
+    layer_sparsity = V.check_choice(layer_sparsity, "layer_sparsity", LAYER_SPARSITY)
+    owl_m, owl_lambda = _owl_options(owl_m, owl_lambda)
+    if layer_sparsity == "owl" and prunen:
+        raise ValueError("layer_sparsity='owl' needs unstructured sparsity (prunen=prunem=0)")
     targets = find_targets(model, check_targets(target_modules))
     ids = check_calibration(calib_input_ids, model)
     if ids.shape[0] == 0:
         raise ValueError("calib_input_ids is empty")
+    owl = None
+    if layer_sparsity == "owl":
+        owl = owl_layer_sparsity(model, ids, sparsity, target_modules, owl_m, owl_lambda)
     options = dict(
         sparsity=sparsity, prunen=prunen, prunem=prunem, blocksize=blocksize, percdamp=percdamp
     )
@@ -416,7 +433,15 @@ def sparsegpt_prune(
     model.eval()
     try:
         with torch.no_grad():
-            stats = _sequential(model, ids, targets, options, true_sequential, batch_size)
+            stats = _sequential(
+                model,
+                ids,
+                targets,
+                options,
+                true_sequential,
+                batch_size,
+                owl["sparsity"] if owl is not None else None,
+            )
     except BaseException:
         with torch.no_grad():
             for param, value in original:
@@ -425,4 +450,6 @@ def sparsegpt_prune(
     finally:
         model.train(was_training)
     model.sparsegpt_stats_ = stats
+    if owl is not None:
+        model.owl_ = owl
     return model

@@ -4,7 +4,7 @@ Importance-only eviction (SnapKV, AdaKV) keeps the prompt KV pairs the last quer
 most, and in redundant heads spends its budget on near-duplicates. MixKV scores every prefix
 token per KV head by ``r_h * diversity + (1 - r_h) * (attention + value norm)``, where the head
 redundancy ``r_h`` is the mean pairwise key cosine of the head, and keeps the top tokens under
-that score. It plugs into SnapKV and AdaKV; :func:`enable_kv_compression` runs any of them
+that score. It plugs into SnapKV, AdaKV and PyramidKV; :func:`enable_kv_compression` runs any of them
 inside a Hugging Face model's forward passes and ``generate()``.
 """
 
@@ -28,11 +28,13 @@ from iclr26.llm.mixkv.policies import (
     FullKV,
     KVPolicy,
     MixKV,
+    PyramidKV,
     RandomKV,
     Selection,
     SnapKV,
     StreamingKV,
     adakv_capacities,
+    pyramid_budgets,
 )
 from iclr26.llm.mixkv.scoring import (
     diversity_scores,
@@ -50,6 +52,7 @@ __all__ = [
     "KVCompressionState",
     "KVPolicy",
     "MixKV",
+    "PyramidKV",
     "RandomKV",
     "Selection",
     "SnapKV",
@@ -66,6 +69,7 @@ __all__ = [
     "head_redundancy",
     "make_policy",
     "mixkv_scores",
+    "pyramid_budgets",
     "snapkv_scores",
     "value_norm_scores",
 ]

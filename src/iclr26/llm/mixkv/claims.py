@@ -20,9 +20,11 @@ from iclr26.llm.mixkv.policies import (
     AdaKV,
     FullKV,
     MixKV,
+    PyramidKV,
     RandomKV,
     SnapKV,
     StreamingKV,
+    pyramid_budgets,
 )
 from iclr26.llm.mixkv.scoring import head_redundancy
 
@@ -83,9 +85,9 @@ def _model_and_windows(ctx: Context, s: dict):
     return model, tok, ids[:, : s["prompt"]], ids[:, s["prompt"] :]
 
 
-def _policies(budget: int, window: int, seed: int) -> dict:
+def _policies(budget: int, window: int, seed: int, num_layers: int) -> dict:
     snap, ada = SnapKV(budget, window), AdaKV(budget, window)
-    return {
+    out = {
         "snapkv": snap,
         "snapkv+mixkv": MixKV(snap),
         "adakv": ada,
@@ -93,6 +95,14 @@ def _policies(budget: int, window: int, seed: int) -> dict:
         "random": RandomKV(budget, window, seed=seed),
         "streaming": StreamingKV(budget, window),
     }
+    # beside the claim, read by no criterion; left out where a layer would keep only the window
+    # (smoke scale's 2-layer model at B = 16)
+    try:
+        pyr = PyramidKV(budget, window, num_layers=num_layers)
+    except ValueError:
+        return out
+    out.update({"pyramidkv": pyr, "pyramidkv+mixkv": MixKV(pyr)})
+    return out
 
 
 def _bootstrap_ci(diff: np.ndarray, rng: np.random.Generator, n_boot: int = 2000) -> list[float]:
@@ -119,7 +129,9 @@ def importance_diversity_nll(ctx: Context) -> Result:
     model, _, prompt, cont = _model_and_windows(ctx, s)
     policies = {"full": FullKV()}
     for b in s["budgets"]:
-        for name, pol in _policies(b, s["window"], ctx.seed).items():
+        for name, pol in _policies(
+            b, s["window"], ctx.seed, model.config.num_hidden_layers
+        ).items():
             policies[f"{name}@{b}"] = pol
     ctx.report(0.1, "prompt pass and selection for every policy")
     nll = {
@@ -148,11 +160,12 @@ def importance_diversity_nll(ctx: Context) -> Result:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4))
     names = ["random", "streaming", "snapkv", "snapkv+mixkv", "adakv", "adakv+mixkv"]
+    names += ["pyramidkv", "pyramidkv+mixkv"]  # beside the claim, read by no criterion
     width = 0.8 / len(s["budgets"])
     for j, b in enumerate(s["budgets"]):
         ax.bar(
             np.arange(len(names)) + j * width,
-            [gap[f"{n}@{b}"] for n in names],
+            [gap.get(f"{n}@{b}", np.nan) for n in names],
             width,
             label=f"B={b}",
         )
@@ -180,7 +193,7 @@ def importance_diversity_nll(ctx: Context) -> Result:
         "relative_gap_reduction": dict(
             zip([f"{b_}@{x}" for b_ in BASES for x in s["budgets"]], rel)
         ),
-        "gap_mixkv": {k: v for k, v in gap.items() if "mixkv" in k},
+        "gap_mixkv": {k: v for k, v in gap.items() if "mixkv" in k and k.split("+")[0] in BASES},
         "paired_bootstrap_95ci_base_minus_mix_nll": cis,
         "nll_full": float(full.mean()),
         "windows": s["n"],
@@ -196,7 +209,24 @@ def importance_diversity_nll(ctx: Context) -> Result:
     baseline = {
         "full": {"nll": float(full.mean())},
         **{k: {"gap": v} for k, v in gap.items() if "mixkv" not in k},
+        # beside the claim, read by no criterion: PyramidKV and MixKV on it
+        **{k: {"gap": v} for k, v in gap.items() if k.startswith("pyramidkv+mixkv")},
     }
+    n_layers = model.config.num_hidden_layers
+    for b in s["budgets"]:
+        if f"pyramidkv@{b}" not in gap:
+            baseline[f"pyramidkv@{b}"] = {"not_run": "budget too small for a layer"}
+            continue
+        g_pyr, g_mix = gap[f"pyramidkv@{b}"], gap[f"pyramidkv+mixkv@{b}"]
+        baseline[f"pyramidkv+mixkv@{b}"]["relative_gap_reduction"] = (
+            (g_pyr - g_mix) / g_pyr if g_pyr > 0 else float("nan")
+        )
+        baseline[f"pyramidkv+mixkv@{b}"]["paired_bootstrap_95ci_base_minus_mix_nll"] = (
+            _bootstrap_ci(nll[f"pyramidkv@{b}"] - nll[f"pyramidkv+mixkv@{b}"], ctx.rng)
+        )
+        baseline[f"pyramidkv@{b}"]["layer_budgets"] = pyramid_budgets(
+            b, s["window"], n_layers, 20.0, s["prompt"]
+        ).tolist()
     result = Result.judge(
         metrics=metrics,
         baseline=baseline,

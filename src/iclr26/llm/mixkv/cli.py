@@ -16,7 +16,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--methods",
         default="snapkv,snapkv+mixkv,adakv,adakv+mixkv",
-        help="comma-separated: snapkv, adakv, snapkv+mixkv, adakv+mixkv, random, streaming",
+        help="comma-separated: snapkv, adakv, pyramidkv, snapkv+mixkv, adakv+mixkv, "
+        "pyramidkv+mixkv, random, streaming",
     )
     p.add_argument("--budgets", default="32,64", help="kept tokens per KV head, window included")
     p.add_argument("--window", type=int, default=16)

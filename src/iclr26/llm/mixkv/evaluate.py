@@ -104,6 +104,7 @@ def continuation_nll(
 def _continuation_under(model, policy, captured, first_logp, cont) -> torch.Tensor:
     layers = captured["layers"]
     with enable_kv_compression(model, policy, mode="evict") as state:
+        policy = state.policy  # fitted to the model's depth (PyramidKV)
         for layer, (q, k, v, scaling) in enumerate(layers):
             q_win = q[:, :, -policy.window :] if policy.needs_queries else None
             state.install(layer, policy.select(q_win, k, v, layer=layer, scaling=scaling))

@@ -4,7 +4,7 @@
 in transformers' ``AttentionInterface`` and switches the model to it for the duration of a
 ``with`` block. On the prompt forward pass it computes exact attention, then hands the last
 ``window`` queries and the layer's keys and values (after RoPE, as cached) to the policy
-(SnapKV, AdaKV, MixKV, ...) and stores which prefix tokens each KV head keeps. Later passes
+(SnapKV, AdaKV, PyramidKV, MixKV, ...) and stores which prefix tokens each KV head keeps. Later passes
 then run in one of two modes:
 
 * ``"evict"``: the full cache stays; dropped prefix positions are masked per KV head for every
@@ -34,6 +34,7 @@ from iclr26.llm.mixkv.policies import (
     FullKV,
     KVPolicy,
     MixKV,
+    PyramidKV,
     RandomKV,
     Selection,
     SnapKV,
@@ -42,7 +43,19 @@ from iclr26.llm.mixkv.policies import (
 from iclr26.llm.mixkv.scoring import GQA_REDUCTIONS, POOLINGS
 
 MODES = ("evict", "gather")
-METHODS = ("full", "snapkv", "adakv", "mixkv", "snapkv+mixkv", "adakv+mixkv", "random", "streaming")
+METHODS = (
+    "full",
+    "snapkv",
+    "adakv",
+    "pyramidkv",
+    "mixkv",
+    "snapkv+mixkv",
+    "adakv+mixkv",
+    "pyramidkv+mixkv",
+    "random",
+    "streaming",
+)
+BASES = ("snapkv", "adakv", "pyramidkv")
 _STATE_ATTR = "_kv_compression_state"
 _BASE_IMPL = {"sdpa": "kvc_sdpa", "eager": "kvc_eager"}
 
@@ -52,10 +65,12 @@ _BASE_IMPL = {"sdpa": "kvc_sdpa", "eager": "kvc_eager"}
 
 @dataclass
 class KVCompressionConfig:
-    """What to compress and how. ``method``: ``full``, ``snapkv``, ``adakv``, ``mixkv`` (on
-    ``base``), ``snapkv+mixkv``, ``adakv+mixkv``, ``random`` or ``streaming``. ``budget``: kept
-    tokens per KV head *including* the ``window``. ``mode``: ``evict`` (mask) or ``gather``
-    (physically smaller cache)."""
+    """What to compress and how. ``method``: ``full``, ``snapkv``, ``adakv``, ``pyramidkv``,
+    ``mixkv`` (on ``base``), ``snapkv+mixkv``, ``adakv+mixkv``, ``pyramidkv+mixkv``, ``random``
+    or ``streaming``. ``budget``: kept tokens per KV head *including* the ``window`` (for
+    PyramidKV the mean over layers). ``mode``: ``evict`` (mask) or ``gather`` (physically
+    smaller cache). ``adakv_skip``: AdaKV's ``skip``; ``pyramid_beta`` and ``num_layers``:
+    PyramidKV's (``num_layers`` ``None``: taken from the model)."""
 
     method: str = "mixkv"
     base: str = "snapkv"
@@ -66,6 +81,9 @@ class KVCompressionConfig:
     gqa: str = "mean"
     adakv_floor: float = 0.2
     adakv_normalize: bool = True
+    adakv_skip: int = 0
+    pyramid_beta: float = 20.0
+    num_layers: int | None = None
     redundancy: str | float = "online"
     table: torch.Tensor | None = None
     mode: str = "evict"
@@ -74,7 +92,7 @@ class KVCompressionConfig:
 
     def __post_init__(self) -> None:
         V.check_choice(self.method, "method", METHODS)
-        V.check_choice(self.base, "base", ("snapkv", "adakv"))
+        V.check_choice(self.base, "base", BASES)
         V.check_choice(self.mode, "mode", MODES)
         V.check_choice(self.pooling, "pooling", POOLINGS)
         V.check_choice(self.gqa, "gqa", GQA_REDUCTIONS)
@@ -92,13 +110,19 @@ class KVCompressionConfig:
         if method == "streaming":
             return StreamingKV(self.budget, self.window, sinks=self.sinks)
         kw = dict(kernel=self.kernel, pooling=self.pooling, gqa=self.gqa)
-        if (base if method == "mixkv" else method) == "adakv":
+        inner_name = base if method == "mixkv" else method
+        if inner_name == "adakv":
             inner = AdaKV(
                 self.budget,
                 self.window,
                 floor=self.adakv_floor,
                 normalize=self.adakv_normalize,
+                skip=self.adakv_skip,
                 **kw,
+            )
+        elif inner_name == "pyramidkv":
+            inner = PyramidKV(
+                self.budget, self.window, beta=self.pyramid_beta, num_layers=self.num_layers, **kw
             )
         else:
             inner = SnapKV(self.budget, self.window, **kw)
@@ -108,8 +132,9 @@ class KVCompressionConfig:
 
 
 def make_policy(name: str, budget: int, window: int = 32, **options: Any) -> KVPolicy:
-    """A policy by name (``snapkv``, ``adakv``, ``snapkv+mixkv``, ``adakv+mixkv``, ``random``,
-    ``streaming``, ``full``); ``options`` are further :class:`KVCompressionConfig` fields."""
+    """A policy by name (``snapkv``, ``adakv``, ``pyramidkv``, ``snapkv+mixkv``,
+    ``adakv+mixkv``, ``pyramidkv+mixkv``, ``random``, ``streaming``, ``full``); ``options`` are
+    further :class:`KVCompressionConfig` fields."""
     return KVCompressionConfig(method=name, budget=budget, window=window, **options).policy()
 
 
@@ -458,7 +483,9 @@ def enable_kv_compression(
 ):
     """Run every forward pass and ``generate()`` of ``model`` inside the block with the KV
     cache compressed by ``config`` (a :class:`KVCompressionConfig` or a policy such as
-    ``MixKV(SnapKV(64, 16))``; ``None`` only records, see ``capture_window``).
+    ``MixKV(SnapKV(64, 16))``; ``None`` only records, see ``capture_window``). A policy whose
+    budgets depend on the depth (PyramidKV) is fitted to the model's layer count; the state
+    holds that fitted policy.
 
     ``mode`` (``"evict"`` or ``"gather"``) overrides the config's. A call whose cache is empty
     (or absent) starts a new sequence: its prompt pass selects the kept tokens per layer.
@@ -469,6 +496,8 @@ def enable_kv_compression(
     mode = V.check_choice(mode if mode is not None else (cfg_mode or "evict"), "mode", MODES)
     capture_window = V.check_int(capture_window, "capture_window", low=0)
     mods = attention_modules(model)
+    if policy is not None:
+        policy = policy.for_layers(max(m.layer_idx for m in mods) + 1)
     _check_full_attention(model.config)
     current = getattr(model.config, "_attn_implementation", None) or "eager"
     if current in ("kvc_sdpa", "kvc_eager"):

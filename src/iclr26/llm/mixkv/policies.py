@@ -1,5 +1,5 @@
-"""Which prompt KV pairs each KV head keeps: SnapKV, AdaKV, MixKV on either, and the reference
-policies FullKV, RandomKV and StreamingKV.
+"""Which prompt KV pairs each KV head keeps: SnapKV, AdaKV, PyramidKV, MixKV on any of them,
+and the reference policies FullKV, RandomKV and StreamingKV.
 
 A policy sees one layer at the end of the prompt forward pass (window queries, keys, values)
 and returns a :class:`Selection`: a boolean keep mask ``[batch, kv_heads, T]``. The budget
@@ -7,13 +7,18 @@ and returns a :class:`Selection`: a boolean keep mask ``[batch, kv_heads, T]``. 
 (as in the AdaKV path of the official code), so ``C = B - w`` prefix tokens are chosen.
 SnapKV keeps the top-``C`` per head; AdaKV spreads ``H_kv * C`` over the layer's heads from
 the global top of their pooled scores, with a floor ``floor * C`` per head (Feng et al. 2024);
-MixKV replaces the per-head ranking score by the importance/diversity mixture and, on AdaKV,
-keeps AdaKV's capacities computed from the attention score alone.
+PyramidKV gives lower layers more of the model's ``L * C`` prefix slots than upper ones (Cai et
+al. 2024) and ranks by SnapKV's score within a layer; MixKV replaces the per-head ranking score by the importance/diversity mixture and, on AdaKV,
+keeps AdaKV's capacities computed from the attention score alone (on PyramidKV, the layer's
+budget).
 """
 
 from __future__ import annotations
 
+import copy
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import torch
 
@@ -148,6 +153,12 @@ class KVPolicy:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(budget={self.budget}, window={self.window})"
 
+    def for_layers(self, num_layers: int) -> KVPolicy:
+        """This policy for a model of ``num_layers`` attention layers (the same object unless
+        the policy's budgets depend on the depth, see :class:`PyramidKV`)."""
+        V.check_int(num_layers, "num_layers", low=1)
+        return self
+
     def _inputs(self, q_win, keys, values):
         k4, squeeze = _batched(keys, "keys")
         v4, _ = _batched(values, "values")
@@ -253,18 +264,24 @@ class SnapKV(KVPolicy):
         """Pooled window attention ``[batch, kv_heads, P]`` of checked 4-D inputs."""
         return _snapkv_core(q4, k4, self.kernel, self.pooling, self.gqa, scaling)
 
-    def capacities(self, attention: torch.Tensor) -> torch.Tensor | int:
+    def capacities(self, attention: torch.Tensor, layer: int | None = None) -> torch.Tensor | int:
+        """Prefix tokens each KV head keeps in ``layer``, given its pooled ``attention``
+        ``[batch, kv_heads, P]``: an int for every head, or a ``[batch, kv_heads]`` tensor."""
         return self.capacity
 
     def _select(self, q4, k4, v4, *, layer, scaling) -> Selection:
         att = self.scores(q4, k4, scaling=scaling)
-        return _keep_from_prefix(topk_mask(att, self.capacities(att)), self.window)
+        return _keep_from_prefix(topk_mask(att, self.capacities(att, layer)), self.window)
 
 
 class AdaKV(SnapKV):
     """AdaKV (Feng et al. 2024): SnapKV's scores, with the layer's ``H_kv * C`` prefix slots
     spread over its KV heads by :func:`adakv_capacities` (``floor`` of ``C`` guaranteed to each
-    head, ``normalize`` on as in the released runs); each head keeps its top-``cap_h``."""
+    head, ``normalize`` on as in the released runs); each head keeps its top-``cap_h``.
+
+    ``skip``: the first ``skip`` layers (``layer < skip``) keep the uniform ``C`` per head, as
+    SnapKV does, instead of the adaptive split; they are still compressed (the released code's
+    ``skip`` option; 0 in its runs). With ``skip > 0``, ``select`` needs ``layer``."""
 
     name = "adakv"
 
@@ -277,25 +294,154 @@ class AdaKV(SnapKV):
         gqa: str = "mean",
         floor: float = 0.2,
         normalize: bool = True,
+        skip: int = 0,
     ):
         super().__init__(budget, window, kernel, pooling, gqa)
         self.floor = V.check_probability(floor, "floor")
         self.normalize = V.check_bool(normalize, "normalize")
+        self.skip = V.check_int(skip, "skip", low=0)
 
     def __repr__(self) -> str:
-        return super().__repr__()[:-1] + f", floor={self.floor})"
+        extra = f", skip={self.skip}" if self.skip else ""
+        return super().__repr__()[:-1] + f", floor={self.floor}{extra})"
 
-    def capacities(self, attention: torch.Tensor) -> torch.Tensor:
+    def capacities(self, attention: torch.Tensor, layer: int | None = None) -> torch.Tensor | int:
+        if self.skip:
+            if layer is None:
+                raise TypeError(f"layer must be given to select with AdaKV skip={self.skip}")
+            if V.check_int(layer, "layer", low=0) < self.skip:
+                return self.capacity
         return _adakv_core(attention, self.capacity, self.floor, self.normalize)
 
 
+def _pyramid_capacities(
+    capacity: int, window: int, num_layers: int, beta: float, prompt_len: int | None
+) -> list[int]:
+    """PyramidKV's prefix capacity per layer (checked arguments), summing to exactly
+    ``num_layers * capacity``: exact linear targets, rounded by largest remainder."""
+    if num_layers == 1 or (prompt_len is not None and prompt_len < 2 * capacity):
+        return [capacity] * num_layers  # one layer, or a short prompt: SnapKV's uniform split
+    c = Fraction(capacity)
+    low = c / Fraction(beta)
+    high = 2 * c - low
+    if prompt_len is not None and high >= prompt_len - window:
+        high = Fraction(prompt_len - window)  # the bottom layer cannot keep more than the prefix
+        low = 2 * c - high
+    step = (high - low) / (num_layers - 1)
+    targets = [high - layer * step for layer in range(num_layers)]
+    caps = [math.floor(t) for t in targets]
+    short = num_layers * capacity - sum(caps)
+    # largest remainder first, lower layer first on ties: keeps the budgets non-increasing
+    order = sorted(range(num_layers), key=lambda i: (caps[i] - targets[i], i))
+    for i in order[:short]:
+        caps[i] += 1
+    return caps
+
+
+def pyramid_budgets(
+    budget: int,
+    window: int,
+    num_layers: int,
+    beta: float = 20.0,
+    prompt_len: int | None = None,
+) -> torch.Tensor:
+    """PyramidKV's per-layer budgets (kept tokens per KV head, window included), bottom layer
+    first: ``[num_layers]`` integers summing to exactly ``num_layers * budget``, non-increasing
+    with depth. With ``C = budget - window``, the prefix capacities fall linearly from
+    ``2C - C / beta`` at layer 0 to ``C / beta`` at the top, and are rounded by largest
+    remainder. Given ``prompt_len`` ``T``, the bottom layer is capped at the prefix ``T - window``
+    (the top then gets ``2C - (T - window)``), and a prompt shorter than ``2C`` gets the uniform
+    ``budget`` in every layer, as in the released PyramidKV code. Raises when a layer would keep
+    no prefix token."""
+    window = V.check_int(window, "window", low=1)
+    budget = V.check_int(budget, "budget", low=1)
+    if budget <= window:
+        raise ValueError(f"budget must exceed the window ({window}), got budget={budget}")
+    num_layers = V.check_int(num_layers, "num_layers", low=1)
+    beta = V.check_scalar(beta, "beta", low=1.0)
+    if prompt_len is not None:
+        prompt_len = V.check_int(prompt_len, "prompt_len", low=budget)
+    caps = _pyramid_capacities(budget - window, window, num_layers, beta, prompt_len)
+    if caps[-1] < 1:
+        raise ValueError(
+            f"budget={budget} is too small for PyramidKV over {num_layers} layers with "
+            f"beta={beta:g}: layer {caps.index(0)} would keep no token beyond the {window}-token "
+            "window; raise the budget or lower beta"
+        )
+    return torch.tensor(caps, dtype=torch.long) + window
+
+
+class PyramidKV(SnapKV):
+    """PyramidKV (Cai et al. 2024): SnapKV's scores and per-head top-k within a layer, with
+    budgets that fall linearly from the bottom layer to the top (:func:`pyramid_budgets`,
+    ``beta`` 20 as in the released code) and add up to ``num_layers * budget``. The window is
+    kept in every layer. ``num_layers`` may be left ``None``: :func:`enable_kv_compression`
+    sets it from the model. ``select`` needs ``layer``."""
+
+    name = "pyramidkv"
+
+    def __init__(
+        self,
+        budget: int,
+        window: int = 32,
+        kernel: int = 5,
+        pooling: str = "avg",
+        gqa: str = "mean",
+        beta: float = 20.0,
+        num_layers: int | None = None,
+    ):
+        super().__init__(budget, window, kernel, pooling, gqa)
+        self.beta = V.check_scalar(beta, "beta", low=1.0)
+        self.num_layers = None
+        if num_layers is not None:
+            self.num_layers = V.check_int(num_layers, "num_layers", low=1)
+            pyramid_budgets(self.budget, self.window, self.num_layers, self.beta)
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", beta={self.beta:g}, num_layers={self.num_layers})"
+
+    def for_layers(self, num_layers: int) -> PyramidKV:
+        num_layers = V.check_int(num_layers, "num_layers", low=1)
+        if self.num_layers is None:
+            bound = copy.copy(self)
+            bound.num_layers = num_layers
+            pyramid_budgets(bound.budget, bound.window, num_layers, bound.beta)
+            return bound
+        if self.num_layers != num_layers:
+            raise ValueError(
+                f"num_layers: the policy was built for {self.num_layers} layers, the model has "
+                f"{num_layers}"
+            )
+        return self
+
+    def layer_budgets(self, prompt_len: int | None = None) -> torch.Tensor:
+        """Budget of every layer (window included), ``[num_layers]``, for a prompt of
+        ``prompt_len`` tokens (``None``: a long one)."""
+        if self.num_layers is None:
+            raise TypeError("num_layers must be set (PyramidKV(..., num_layers=L))")
+        return pyramid_budgets(self.budget, self.window, self.num_layers, self.beta, prompt_len)
+
+    def capacities(self, attention: torch.Tensor, layer: int | None = None) -> int:
+        if self.num_layers is None:
+            raise TypeError(
+                "num_layers must be set to select with PyramidKV: pass num_layers=, or run it "
+                "through enable_kv_compression"
+            )
+        if layer is None:
+            raise TypeError("layer must be given to select with PyramidKV")
+        layer = V.check_int(layer, "layer", low=0, high=self.num_layers - 1)
+        budgets = self.layer_budgets(attention.shape[-1] + self.window)
+        return int(budgets[layer]) - self.window
+
+
 class MixKV(KVPolicy):
-    """MixKV on a base policy (SnapKV or AdaKV): the per-head ranking score becomes
+    """MixKV on a base policy (SnapKV, AdaKV or PyramidKV): the per-head ranking score becomes
     ``r_h * diversity + (1 - r_h) * (attention + value norm)`` (:func:`mixkv_scores`), with the
     head redundancy ``r_h`` computed ``"online"`` from the prompt keys (the paper's formula),
     read from a ``"calibrated"`` per-(layer, head) ``table`` (what the released code loads;
     :func:`~iclr26.llm.mixkv.calibrate_redundancy` builds it), or fixed to one number in
-    [0, 1] for ablations. On AdaKV the head capacities still come from the attention score."""
+    [0, 1] for ablations. On AdaKV the head capacities still come from the attention score; on
+    PyramidKV each layer keeps its pyramid budget."""
 
     def __init__(
         self,
@@ -304,7 +450,9 @@ class MixKV(KVPolicy):
         table: torch.Tensor | None = None,
     ):
         if not isinstance(base, SnapKV):
-            raise TypeError(f"base must be a SnapKV or AdaKV policy, got {type(base).__name__}")
+            raise TypeError(
+                f"base must be a SnapKV, AdaKV or PyramidKV policy, got {type(base).__name__}"
+            )
         self.base = base
         self.window, self.budget = base.window, base.budget
         if isinstance(redundancy, str):
@@ -326,6 +474,14 @@ class MixKV(KVPolicy):
     def __repr__(self) -> str:
         return f"MixKV(base={self.base!r}, redundancy={self.redundancy!r})"
 
+    def for_layers(self, num_layers: int) -> MixKV:
+        base = self.base.for_layers(num_layers)
+        if base is self.base:
+            return self
+        bound = copy.copy(self)
+        bound.base = base
+        return bound
+
     def head_weights(self, k4: torch.Tensor, layer: int | None) -> torch.Tensor | None:
         """``r_h`` per row and KV head, ``[batch, kv_heads]`` (``None`` for online: the
         scoring computes it from the same unit keys as the diversity)."""
@@ -344,7 +500,7 @@ class MixKV(KVPolicy):
     def _select(self, q4, k4, v4, *, layer, scaling) -> Selection:
         att = self.base.scores(q4, k4, scaling=scaling)
         mixed = _mixkv_core(att, k4, v4, self.head_weights(k4, layer))
-        return _keep_from_prefix(topk_mask(mixed, self.base.capacities(att)), self.window)
+        return _keep_from_prefix(topk_mask(mixed, self.base.capacities(att, layer)), self.window)
 
 
 class RandomKV(KVPolicy):

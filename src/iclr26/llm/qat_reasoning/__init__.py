@@ -3,9 +3,17 @@
 Weight-only 2/3-bit QAT for any Hugging Face causal LM: ``QuantLinear`` fake quantization
 (asymmetric, per group, straight-through), stage 1 block-wise calibration on a mixed-domain
 (reasoning + pre-training) set, stage 2 fine-tuning with the teacher-guided
-reward-rectification loss, RTN and GPTQ baselines, and export of packed integer weights.
+reward-rectification loss, RTN, GPTQ and AWQ baselines, and export of packed integer weights.
 """
 
+from iclr26.llm.qat_reasoning.awq import (
+    AWQGroup,
+    AWQReport,
+    awq_clip_search,
+    awq_quantize,
+    awq_scale,
+    awq_search_scale,
+)
 from iclr26.llm.qat_reasoning.calibrate import CalibrationReport, blockwise_calibrate
 from iclr26.llm.qat_reasoning.evaluate import EvalSuite, lm_scores, reasoning_exact_match
 from iclr26.llm.qat_reasoning.export import (
@@ -37,6 +45,8 @@ from iclr26.llm.qat_reasoning.teacher import reasoning_teacher, teacher_examples
 
 __all__ = [
     "VALID_BITS",
+    "AWQGroup",
+    "AWQReport",
     "ArithmeticProblem",
     "CalibrationReport",
     "EvalSuite",
@@ -45,6 +55,10 @@ __all__ = [
     "ReasoningQAT",
     "RewardRectificationLoss",
     "arithmetic_problems",
+    "awq_clip_search",
+    "awq_quantize",
+    "awq_scale",
+    "awq_search_scale",
     "blockwise_calibrate",
     "dequantize_model",
     "folder_bytes",

@@ -1,4 +1,4 @@
-"""``iclr26 quantize``: weight-only quantization of a causal LM (RTN, GPTQ or stage-1
+"""``iclr26 quantize``: weight-only quantization of a causal LM (RTN, GPTQ, AWQ or stage-1
 calibration of the QAT recipe) saved as packed integer codes."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-METHODS = ("rtn", "gptq", "calibrate")
+METHODS = ("rtn", "gptq", "awq", "calibrate")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from iclr26.llm.qat_reasoning import (
         ReasoningQAT,
         arithmetic_problems,
+        awq_quantize,
         gptq_quantize,
         rtn_quantize,
         save_quantized,
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.method == "gptq":
         calib = qat.calibration_set(tok, reasoning, pretrain)
         qmodel = gptq_quantize(model, calib.input_ids, args.bits, args.group)
+    elif args.method == "awq":
+        calib = qat.calibration_set(tok, reasoning, pretrain)
+        qmodel = awq_quantize(model, calib.input_ids, args.bits, args.group)
     else:
         qmodel = qat.fit(model, tok, reasoning, pretrain)
     sizes = save_quantized(qmodel, args.out)

@@ -1,7 +1,8 @@
 """Export of a quantized model as packed integer codes, and its reload.
 
 Codes and zero points are bit-packed (``bits`` bits each, little-endian within a byte stream),
-scales are stored as fp16, everything else (embeddings, norms, ``lm_head``) keeps its dtype.
+scales are stored as fp16, explicit per-channel input scales (AWQ layers whose scale could
+not be folded, if any) in the model's dtype, everything else (embeddings, norms, ``lm_head``) keeps its dtype.
 Files: ``config.json`` (the Hugging Face config), ``quantized.safetensors`` and
 ``quant_config.json`` (bits, group size, module shapes, tied-weight aliases).
 """
@@ -68,12 +69,15 @@ def save_quantized(model: nn.Module, folder: str | os.PathLike) -> dict[str, int
         tensors[f"{name}.scales"] = exp["scale"].to(torch.float16).cpu()
         if q.bias is not None:
             tensors[f"{name}.bias"] = exp["bias"].cpu()
+        if q.input_scale is not None:
+            tensors[f"{name}.input_scale"] = exp["input_scale"].cpu()
         modules[name] = {
             "out_features": q.out_features,
             "in_features": q.in_features,
             "bits": q.bits,
             "group_size": q.group_size,
             "bias": q.bias is not None,
+            "input_scale": q.input_scale is not None,
         }
     quant_prefixes = tuple(f"{n}." for n in layers)
     seen: dict[int, str] = {}
@@ -144,16 +148,23 @@ def load_quantized(folder: str | os.PathLike, model: nn.Module | None = None) ->
             )
             if q.bias is not None:
                 q.bias.copy_(tensors[f"{name}.bias"])
+            if info.get("input_scale"):
+                q.set_input_scale(tensors[f"{name}.input_scale"])
     rest = {
         k: v
         for k, v in tensors.items()
         if not k.endswith((".qweight", ".qzeros", ".scales"))
         and not (k.endswith(".bias") and k[: -len(".bias")] in modules)
+        and not (k.endswith(".input_scale") and k[: -len(".input_scale")] in modules)
     }
     for key, source in meta.get("aliases", {}).items():
         rest[key] = tensors[source]
     missing, unexpected = model.load_state_dict(rest, strict=False)
-    quant_keys = {f"{n}.{p}" for n in modules for p in ("weight", "bias", "scale", "zero_point")}
+    quant_keys = {
+        f"{n}.{p}"
+        for n in modules
+        for p in ("weight", "bias", "scale", "zero_point", "input_scale")
+    }
     missing = [k for k in missing if k not in quant_keys]
     if missing or unexpected:
         raise ValueError(

@@ -111,6 +111,7 @@ class QuantLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(self.out_features, **kw)) if bias else None
         self.scale = nn.Parameter(torch.ones(self.out_features, self.n_groups, **kw))
         self.zero_point = nn.Parameter(torch.zeros(self.out_features, self.n_groups, **kw))
+        self.register_buffer("input_scale", None)  # optional explicit AWQ scale, see below
         self.set_trainable(train_weight, train_scale, train_zero)
         self.init_minmax()
 
@@ -156,6 +157,20 @@ class QuantLinear(nn.Module):
         self.scale.copy_(scale)
         self.zero_point.copy_(zero)
 
+    @torch.no_grad()
+    def set_input_scale(self, scale: torch.Tensor | None) -> None:
+        """Keep an explicit per-input-channel scale ``s`` (``(in_features,)``, positive): the
+        layer then computes ``(x / s) W_hat^T``, where ``W_hat`` quantizes the column-scaled
+        weight it holds. AWQ uses it where ``1/s`` cannot be folded into a preceding op;
+        ``None`` removes it."""
+        if scale is None:
+            self.input_scale = None
+            return
+        V.check_tensor(scale, "scale", shape=(self.in_features,), floating=True, low=0)
+        if bool((scale <= 0).any()):
+            raise ValueError("scale must be > 0 in every channel")
+        self.input_scale = scale.detach().to(self.weight.device, self.weight.dtype).clone()
+
     def quant_parameters(self) -> list[nn.Parameter]:
         return [self.scale, self.zero_point]
 
@@ -184,6 +199,8 @@ class QuantLinear(nn.Module):
         }
         if self.bias is not None:
             out["bias"] = self.bias.detach().clone()
+        if self.input_scale is not None:
+            out["input_scale"] = self.input_scale.detach().clone()
         return out
 
     @torch.no_grad()
@@ -204,6 +221,8 @@ class QuantLinear(nn.Module):
         self.zero_point.copy_(z.to(self.zero_point.dtype))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.input_scale is not None:
+            x = x / self.input_scale.to(x.dtype)
         w = self.dequantized_weight().to(x.dtype)
         bias = None if self.bias is None else self.bias.to(x.dtype)
         return F.linear(x, w, bias)
@@ -212,6 +231,7 @@ class QuantLinear(nn.Module):
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bits={self.bits}, group_size={self.group_size}, bias={self.bias is not None}"
+            + (", input_scale" if self.input_scale is not None else "")
         )
 
 
@@ -339,7 +359,10 @@ def dequantize_model(model: nn.Module) -> nn.Module:
             q.in_features, q.out_features, bias=q.bias is not None, device=w.device, dtype=w.dtype
         )
         with torch.no_grad():
-            lin.weight.copy_(q.dequantized_weight().to(w.dtype))
+            w_hat = q.dequantized_weight()
+            if q.input_scale is not None:  # (x / s) W_hat^T = x (W_hat / s)^T
+                w_hat = w_hat / q.input_scale.float()
+            lin.weight.copy_(w_hat.to(w.dtype))
             if q.bias is not None:
                 lin.bias.copy_(q.bias)
         new[name] = lin

@@ -1,9 +1,11 @@
 """∂lift (DiffLift): differentiable lifting of graphs to cell complexes and hypergraphs for
-topological neural networks, for graph and node classification, with the static liftings it
-replaces and the node-level baselines DCM and DGM."""
+topological neural networks (node embeddings by GIN or GPS), for graph and node
+classification, with the static liftings it replaces and the node-level baselines DCM and
+DGM."""
 
 from .dcm import DCM, DCMComplex, entmax15, induced_cycles
 from .dgm import DGM, DGMGraph, gumbel_topk_neighbours
+from .gps import GNN_KINDS, GPSEmbedder
 from .graphs import (
     GraphBatch,
     GraphData,
@@ -58,6 +60,8 @@ __all__ = [
     "DiffLiftNodeClassifier",
     "GINEmbedder",
     "GINNet",
+    "GNN_KINDS",
+    "GPSEmbedder",
     "GraphBatch",
     "GraphData",
     "HypergraphLifter",

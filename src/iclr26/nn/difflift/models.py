@@ -12,6 +12,7 @@ from torch.nn import functional as F
 
 from iclr26 import validation as V
 
+from .gps import make_embedder
 from .graphs import GraphBatch, GraphData, _as_graph, collate
 from .lifting import (
     STATIC_LIFTINGS,
@@ -89,7 +90,10 @@ class GINEmbedder(nn.Module):
         )
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, edges: torch.Tensor, batch: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        # ``batch`` only completes the embedders' common interface (GIN does not need it)
         src = torch.cat([edges[:, 0], edges[:, 1]])
         dst = torch.cat([edges[:, 1], edges[:, 0]])
         h = x
@@ -339,7 +343,9 @@ class _GraphModel(nn.Module):
 
 
 class DiffLift(_GraphModel):
-    """∂lift end to end: ``GINEmbedder`` → learned lifting (cell complex or hypergraph) →
+    """∂lift end to end: node embedder (``gnn="gin"``: :class:`GINEmbedder`; ``"gps"``:
+    :class:`GPSEmbedder`, whose positional encoding is the last ``pe_steps`` feature columns,
+    the RWSE) → learned lifting (cell complex or hypergraph) →
     ``CWNLite`` / ``UniGCNLite`` → class logits, trained jointly on the task loss only.
 
     ``in_dim`` is the width of node features with the RWSE appended. ``stochastic=True`` samples
@@ -357,7 +363,9 @@ class DiffLift(_GraphModel):
         hidden: int = 64,
         n_classes: int = 2,
         *,
-        gnn_layers: int = 3,
+        gnn: str = "gin",
+        gnn_layers: int | None = None,
+        pe_steps: int = 8,
         tnn_layers: int = 4,
         k_range: tuple[int, int] = (2, 10),
         sharpen: float = 10.0,
@@ -375,7 +383,7 @@ class DiffLift(_GraphModel):
         self.in_dim = V.check_int(in_dim, "in_dim", low=1)
         self.task = V.check_choice(task, "task", TASKS)
         hidden = V.check_int(hidden, "hidden", low=1)
-        self.embedder = GINEmbedder(in_dim, hidden, gnn_layers)
+        self.embedder = make_embedder(gnn, in_dim, hidden, gnn_layers, pe_steps)
         if self.domain == "cell":
             self.lifter = CellLifter(
                 hidden,
@@ -403,11 +411,11 @@ class DiffLift(_GraphModel):
     def lift(self, batch) -> LiftedComplex:
         """The lifted complex of ``batch`` (a GraphBatch, a graph or a list of graphs)."""
         batch = self._prep(batch)
-        return self.lifter(batch, self.embedder(batch.x, batch.edges), self._generator)
+        return self.lifter(batch, self.embedder(batch.x, batch.edges, batch.batch), self._generator)
 
     def forward(self, batch) -> torch.Tensor:
         batch = self._prep(batch)
-        z = self.embedder(batch.x, batch.edges)
+        z = self.embedder(batch.x, batch.edges, batch.batch)
         lc = self.lifter(batch, z, self._generator)
         self.last_lift = lc
         return self.tnn(self._tnn_input(batch, z), lc, batch.n_graphs)
@@ -415,7 +423,7 @@ class DiffLift(_GraphModel):
 
 class StaticLiftNet(_GraphModel):
     """The same embedder and TNN as :class:`DiffLift` on a fixed lifting (:func:`lift_static`);
-    ``task`` as in :class:`DiffLift`."""
+    ``gnn`` and ``task`` as in :class:`DiffLift`."""
 
     def __init__(
         self,
@@ -425,7 +433,9 @@ class StaticLiftNet(_GraphModel):
         hidden: int = 64,
         n_classes: int = 2,
         *,
-        gnn_layers: int = 3,
+        gnn: str = "gin",
+        gnn_layers: int | None = None,
+        pe_steps: int = 8,
         tnn_layers: int = 4,
         max_cycle_len: int = 10,
         knn_k: int = 5,
@@ -439,7 +449,7 @@ class StaticLiftNet(_GraphModel):
         self.task = V.check_choice(task, "task", TASKS)
         self.max_cycle_len = V.check_int(max_cycle_len, "max_cycle_len", low=3)
         self.knn_k = V.check_int(knn_k, "knn_k", low=1)
-        self.embedder = GINEmbedder(in_dim, hidden, gnn_layers)
+        self.embedder = make_embedder(gnn, in_dim, hidden, gnn_layers, pe_steps)
         self.tnn = _tnn(self.domain, hidden, n_classes, tnn_layers, dropout, self.task)
         self.encoder = _node_encoder(self.task, in_dim, hidden)
         self.last_lift: LiftedComplex | None = None
@@ -453,7 +463,7 @@ class StaticLiftNet(_GraphModel):
 
     def forward(self, batch) -> torch.Tensor:
         batch = self._prep(batch)
-        z = self.embedder(batch.x, batch.edges)
+        z = self.embedder(batch.x, batch.edges, batch.batch)
         # a static lifting does not depend on the parameters: in training, reuse it while the
         # same batch object comes back (full-batch node training passes one batch every epoch);
         # evaluation always lifts, so forward timings include the lifting
@@ -466,8 +476,8 @@ class StaticLiftNet(_GraphModel):
 
 
 class GINNet(_GraphModel):
-    """No lifting: the same embedder, mean pooling and an MLP head (``task="node"``: the head on
-    each node's embedding)."""
+    """No lifting: the same embedder (``gnn`` as in :class:`DiffLift`), mean pooling and an MLP
+    head (``task="node"``: the head on each node's embedding)."""
 
     def __init__(
         self,
@@ -475,14 +485,16 @@ class GINNet(_GraphModel):
         hidden: int = 64,
         n_classes: int = 2,
         *,
-        gnn_layers: int = 3,
+        gnn: str = "gin",
+        gnn_layers: int | None = None,
+        pe_steps: int = 8,
         dropout: float = 0.5,
         task: str = "graph",
     ):
         super().__init__()
         self.in_dim = V.check_int(in_dim, "in_dim", low=1)
         self.task = V.check_choice(task, "task", TASKS)
-        self.embedder = GINEmbedder(in_dim, hidden, gnn_layers)
+        self.embedder = make_embedder(gnn, in_dim, hidden, gnn_layers, pe_steps)
         dropout = V.check_probability(dropout, "dropout")
         self.head = nn.Sequential(
             nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, n_classes)
@@ -490,7 +502,7 @@ class GINNet(_GraphModel):
 
     def forward(self, batch) -> torch.Tensor:
         batch = self._prep(batch)
-        z = self.embedder(batch.x, batch.edges)
+        z = self.embedder(batch.x, batch.edges, batch.batch)
         if self.task == "node":
             return self.head(z)
         pooled = _weighted_mean_pool(z, z.new_ones(z.shape[0]), batch.batch, batch.n_graphs)

@@ -44,9 +44,9 @@ def check_inputs(
     """Validate an (image, features, output_size) triple of an upsampler.
 
     ``image`` (B, 3, H, W) float, finite (values in [0, 1] when ``unit_range``); ``features``
-    (B, C, h, w) float, finite, any C, whose grid divides the image (H % h == W % w == 0, so
-    image and grid cover the same field of view); ``output_size`` (default (H, W)) no
-    smaller than (h, w)."""
+    (B, C, h, w) float, finite, any C, whose grid has the image's aspect (H * w == W * h) and
+    divides the image (H % h == W % w == 0, so image and grid cover the same field of view);
+    ``output_size`` (default (H, W)) no smaller than (h, w)."""
     V.check_tensor(image, "image", ndim=4, floating=True)
     if image.shape[1] != 3:
         raise ValueError(f"image must have 3 channels (B, 3, H, W), got {image.shape[1]}")
@@ -58,6 +58,11 @@ def check_inputs(
             f"features must have the image batch size {image.shape[0]}, got {features.shape[0]}"
         )
     (hh, ww), (lh, lw) = image.shape[-2:], features.shape[-2:]
+    if hh * lw != ww * lh:
+        raise ValueError(
+            f"features grid {lh}x{lw} does not match the aspect of the image {hh}x{ww} "
+            f"(features {lh}:{lw} vs image {hh}:{ww}; one stride on both axes is required)"
+        )
     if hh % lh or ww % lw:
         raise ValueError(
             f"features grid {lh}x{lw} must divide the image size {hh}x{ww} (same field of view)"

@@ -7,7 +7,8 @@ both L2-normalised numpy arrays in the same joint space.
   (offline).
 - :class:`HFCLIPBackend`: a Hugging Face ``CLIPModel`` (a name for ``from_pretrained``, e.g.
   ``"openai/clip-vit-base-patch32"``, or a loaded model with its processor).
-- :class:`OpenCLIPBackend`: an ``open_clip`` model (``open_clip_torch`` is optional).
+- :class:`OpenCLIPBackend`: an ``open_clip`` model, by name or as a loaded module with its
+  tokenizer (``open_clip_torch`` is optional).
 
 Weights are never downloaded by the package itself; the real-CLIP backends are for users who
 have them.
@@ -22,6 +23,9 @@ import torch.nn.functional as F
 from iclr26 import validation as V
 from iclr26.vision.dial.text import check_texts
 from iclr26.vision.dial.tinyclip import TinyCLIP
+
+OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)  # open_clip's defaults (OpenAI CLIP)
+OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 def _check_images(images) -> np.ndarray:
@@ -101,34 +105,51 @@ class HFCLIPBackend:
 
 
 class OpenCLIPBackend:
-    """An ``open_clip`` model, e.g. ``OpenCLIPBackend("ViT-B-32", "laion2b_s34b_b79k")``
-    (needs ``open_clip_torch`` and the weights on disk)."""
+    """An ``open_clip`` model: ``OpenCLIPBackend("ViT-B-32", "laion2b_s34b_b79k")`` builds it
+    with ``open_clip.create_model_and_transforms`` (needs ``open_clip_torch`` and the weights on
+    disk); a model object (``encode_image``, ``encode_text`` and a ``visual`` tower with
+    ``image_size``, e.g. an ``open_clip.CLIP`` already loaded) is used as given together with
+    its ``tokenizer`` (a callable from a list of texts to token ids)."""
 
-    def __init__(self, model: str = "ViT-B-32", pretrained: str = "openai",
-                 device: str = "cpu", batch_size: int = 64):  # fmt: skip
-        try:
-            import open_clip
-        except ImportError:
-            raise ImportError(
-                "OpenCLIPBackend needs the optional package open_clip_torch"
-            ) from None
-        if not isinstance(model, str) or not model:
-            raise TypeError(f"model must be an open_clip model name, got {model!r}")
+    def __init__(self, model="ViT-B-32", pretrained: str | None = "openai",
+                 device: str = "cpu", batch_size: int = 64, tokenizer=None):  # fmt: skip
         self.batch_size = V.check_int(batch_size, "batch_size", low=1)
         self.device = str(device)
-        self.model, _, self.preprocess = open_clip.create_model_and_transforms(
-            model, pretrained=pretrained, device=self.device
-        )
-        self.model.eval()
-        self.tokenizer = open_clip.get_tokenizer(model)
+        if isinstance(model, str):
+            if not model:
+                raise TypeError(f"model must be an open_clip model name, got {model!r}")
+            try:
+                import open_clip
+            except ImportError:
+                raise ImportError(
+                    "OpenCLIPBackend needs the optional package open_clip_torch"
+                ) from None
+            name = model
+            model, _, self.preprocess = open_clip.create_model_and_transforms(
+                name, pretrained=pretrained, device=self.device
+            )
+            tokenizer = tokenizer or open_clip.get_tokenizer(name)
+        elif isinstance(model, torch.nn.Module):
+            V.check_module_attrs(model, "model", ("encode_image", "encode_text", "visual"))
+            V.check_module_attrs(model.visual, "model.visual", ("image_size",))
+            if tokenizer is None or not callable(tokenizer):
+                raise TypeError("tokenizer (a callable) is required when model is an object")
+            model = model.to(self.device)
+        else:
+            raise TypeError(
+                f"model must be an open_clip model name or module, got {type(model).__name__}"
+            )
+        self.model = model.eval()
+        self.tokenizer = tokenizer
 
     @torch.no_grad()
     def image_embeddings(self, images) -> np.ndarray:
         arr = torch.from_numpy(_check_images(images))
         size = self.model.visual.image_size
         size = size if isinstance(size, tuple | list) else (size, size)
-        mean = torch.tensor(self.model.visual.image_mean or (0.48145466, 0.4578275, 0.40821073))
-        std = torch.tensor(self.model.visual.image_std or (0.26862954, 0.26130258, 0.27577711))
+        visual = self.model.visual
+        mean = torch.tensor(getattr(visual, "image_mean", None) or OPENAI_MEAN)
+        std = torch.tensor(getattr(visual, "image_std", None) or OPENAI_STD)
         out = []
         for i in range(0, len(arr), self.batch_size):
             x = F.interpolate(arr[i : i + self.batch_size], size=tuple(size), mode="bicubic",

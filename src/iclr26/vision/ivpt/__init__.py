@@ -7,7 +7,7 @@ loss, and classify from part-pooled final features (PDiscoFormer's head). Writte
 timm ViT attribute protocol (:mod:`iclr26.models.vision.protocol`).
 """
 
-from iclr26.vision.ivpt.baselines import PartPrototypeHead, VPTDeep
+from iclr26.vision.ivpt.baselines import PartPrototypeHead, VPTDeep, VPTShallow
 from iclr26.vision.ivpt.evaluation import consistency_rate, evaluate, predict_parts
 from iclr26.vision.ivpt.losses import (
     IVPTLoss,
@@ -29,6 +29,7 @@ __all__ = [
     "IVPTLoss",
     "PartPrototypeHead",
     "VPTDeep",
+    "VPTShallow",
     "aggregate_maps",
     "consistency_loss",
     "consistency_rate",

@@ -21,7 +21,7 @@ from iclr26 import validation as V
 from iclr26.models.vision.protocol import attention_qkv, check_images, check_vit, embed_tokens
 from iclr26.vision.ivpt.model import _grid_size, _PartModel
 
-__all__ = ["PartPrototypeHead", "VPTDeep"]
+__all__ = ["PartPrototypeHead", "VPTDeep", "VPTShallow"]
 
 
 def _check_layers(layers, depth: int) -> tuple[int, ...]:
@@ -53,6 +53,7 @@ class VPTDeep(nn.Module):
         self.embed_dim = d = int(vit.embed_dim)
         self.grid = _grid_size(vit)
         self.first_prompted = self.layers[0]
+        self.attention_block = self.layers[-1]  # the block whose prompt attention is the map
         patch = getattr(vit.patch_embed, "patch_size", (16, 16))
         patch = patch if isinstance(patch, int) else int(patch[0])
         bound = math.sqrt(6.0 / float(3 * patch * patch + d))  # VPT's uniform init
@@ -101,8 +102,8 @@ class VPTDeep(nn.Module):
             if i in self.layers:
                 slot = self.layers.index(i)
                 tokens = torch.cat([tokens[:, :n_tok], self.prompts[slot].expand(b, -1, -1)], 1)
-                if return_attention and i == self.layers[-1]:
-                    attention = self._prompt_attention(block, tokens, n_tok)
+            if return_attention and i == self.attention_block:
+                attention = self._prompt_attention(block, tokens, n_tok)
             tokens = block(tokens)
         tokens = self.vit.norm(tokens)
         feat = (
@@ -132,6 +133,18 @@ class VPTDeep(nn.Module):
             return self.forward(x, return_attention=True)["part_maps"]
         finally:
             self.train(was)
+
+
+class VPTShallow(VPTDeep):
+    """VPT-shallow (Jia et al., 2022): one set of ``n_prompts`` learnable tokens inserted after
+    the embeddings, before the first block, and carried through every block (never replaced);
+    a linear head on the final normalised class token. Its part maps are the prompt -> patch
+    attention of the last block (where the prompts have passed the whole network), averaged
+    over heads."""
+
+    def __init__(self, vit: nn.Module, num_classes: int, n_prompts: int = 4):
+        super().__init__(vit, num_classes, n_prompts=n_prompts, layers=(0,))
+        self.attention_block = len(self.vit.blocks) - 1
 
 
 class PartPrototypeHead(_PartModel):

@@ -9,7 +9,13 @@ the timm ViT attribute protocol (:mod:`iclr26.models.vision.protocol`); it patch
 ``block.attn.forward`` of the prompted blocks and nothing else.
 """
 
-from iclr26.vision.smope.baselines import CODAPromptLite, L2PLite, NCMClassifier, SharedPrefix
+from iclr26.vision.smope.baselines import (
+    CODAPromptLite,
+    DualPromptLite,
+    L2PLite,
+    NCMClassifier,
+    SharedPrefix,
+)
 from iclr26.vision.smope.model import (
     SMoPE,
     aggregated_scores,
@@ -26,6 +32,7 @@ __all__ = [
     "CODAPromptLite",
     "ContinualResult",
     "ContinualTrainer",
+    "DualPromptLite",
     "L2PLite",
     "NCMClassifier",
     "PassCounter",

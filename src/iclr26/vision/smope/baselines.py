@@ -10,6 +10,10 @@
 - :class:`CODAPromptLite`: per layer a set of components, keys and attention vectors, a fixed
   number added per task (earlier ones frozen, new ones initialised orthogonal to them); the
   prompt is the sum of components weighted by cos(q ⊙ A_m, K_m) (Smith et al., 2023).
+- :class:`DualPromptLite`: a G-prompt shared by every task in the first prompted layers and one
+  E-prompt per task in the next ones; training uses the true task's E-prompt and pulls its key
+  towards the frozen query, inference takes the E-prompt whose key is nearest to the query
+  (Wang et al., ECCV 2022).
 - :class:`NCMClassifier`: nearest class mean on the frozen backbone's features.
 """
 
@@ -23,9 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from iclr26 import validation as V
-from iclr26.models.vision.protocol import check_images, pooled
+from iclr26.models.vision.protocol import check_images, check_vit, pooled
 from iclr26.vision.smope.model import _aggregated_scores
-from iclr26.vision.smope.prefix import PromptedViT, input_channels, uniform_prompt
+from iclr26.vision.smope.prefix import PromptedViT, check_layers, input_channels, uniform_prompt
 
 
 def _heads(tokens: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -205,6 +209,89 @@ class CODAPromptLite(_QueryPrompted):
         alpha = torch.einsum("lbmd,lmd->lbm", attended, keys)  # (L, B, M)
         prompt = torch.einsum("lbm,lmpd->lbpd", alpha, comps)  # (L, B, 2Lp, D)
         return [(p[:, : self.length], p[:, self.length :]) for p in prompt]
+
+
+class DualPromptLite(_QueryPrompted):
+    """DualPrompt with prefix prompts. A G-prompt of ``g_length`` key and ``g_length`` value
+    tokens in each of ``g_layers``, one for all tasks; a pool of ``n_tasks`` E-prompts, one per
+    task, each ``e_length`` key and ``e_length`` value tokens in each of ``e_layers``, with one
+    matching key per E-prompt shared by the E-layers (as in the official code). Training on
+    task t uses E-prompt t for every image and adds ``pull`` × mean_b (1 - cos(q_b, k_t)), the
+    key-pull loss; inference gives each image the E-prompt whose key is nearest (cosine) to its
+    frozen query, among the tasks begun so far. A layer in both sets gets the E-prompt tokens
+    followed by the G-prompt tokens. ``selected`` holds the E-prompt index of each image of the
+    last forward."""
+
+    def __init__(
+        self,
+        vit: nn.Module,
+        num_classes: int,
+        n_tasks: int,
+        g_layers: Sequence[int] = (0, 1),
+        e_layers: Sequence[int] = (2, 3, 4),
+        g_length: int = 5,
+        e_length: int = 5,
+        pull: float = 1.0,
+    ):
+        check_vit(vit, "vit")
+        depth = len(vit.blocks)
+        g = check_layers(g_layers, depth, "g_layers")
+        e = check_layers(e_layers, depth, "e_layers")
+        super().__init__(vit, num_classes, sorted(set(g) | set(e)))
+        self.g_layers, self.e_layers = g, e
+        self.n_tasks = V.check_int(n_tasks, "n_tasks", low=1)
+        self.g_length = V.check_int(g_length, "g_length", low=1)
+        self.e_length = V.check_int(e_length, "e_length", low=1)
+        self.pull = V.check_scalar(pull, "pull", low=0.0)
+        d = self.embed_dim
+        self.g_prompts = uniform_prompt(len(g), 2 * self.g_length, d)
+        self.e_prompts = uniform_prompt(len(e), self.n_tasks, 2 * self.e_length, d)
+        self.e_keys = uniform_prompt(self.n_tasks, d)
+        self._task_index = 0
+        self.selected: torch.Tensor | None = None
+
+    def begin_task(self, classes) -> None:
+        if self.task_count >= self.n_tasks:
+            raise ValueError(
+                f"DualPromptLite was built for n_tasks={self.n_tasks}; task {self.task_count + 1} "
+                "has no E-prompt left"
+            )
+        super().begin_task(classes)
+        self._task_index = self.task_count
+
+    def key_similarity(self, query: torch.Tensor) -> torch.Tensor:
+        """cos(q_b, k_t) (B, tasks begun) between frozen queries and the E-prompt keys."""
+        keys = self.e_keys[: self._task_index + 1]
+        return F.normalize(query, dim=1) @ F.normalize(keys, dim=1).t()
+
+    def build_prompts(self, query: torch.Tensor):
+        b = query.shape[0]
+        if self.training:  # the true task's E-prompt (the official task-id bootstrap)
+            task = self._task_index
+            selected = torch.full((b,), task, dtype=torch.long, device=query.device)
+            cos = F.cosine_similarity(query, self.e_keys[task].unsqueeze(0), dim=1)
+            self._pull = (1.0 - cos).mean()
+        else:
+            selected = self.key_similarity(query).argmax(1)
+        self.selected = selected.detach()
+        prompts = []
+        for layer in self.layers:
+            keys, values = [], []
+            if layer in self.e_layers:
+                chosen = self.e_prompts[self.e_layers.index(layer)][selected]  # (B, 2Le, D)
+                keys.append(chosen[:, : self.e_length])
+                values.append(chosen[:, self.e_length :])
+            if layer in self.g_layers:
+                shared = self.g_prompts[self.g_layers.index(layer)].expand(b, -1, -1)
+                keys.append(shared[:, : self.g_length])
+                values.append(shared[:, self.g_length :])
+            prompts.append((torch.cat(keys, dim=1), torch.cat(values, dim=1)))
+        return prompts
+
+    def prompt_loss(self) -> torch.Tensor:
+        if self.pull > 0 and self.training and hasattr(self, "_pull"):
+            return self.pull * self._pull
+        return self.head.weight.new_zeros(())
 
 
 class NCMClassifier(nn.Module):
