@@ -1,6 +1,7 @@
 """Bad-input cases for the CGB room (read by tests/framework/test_bad_input.py)."""
 
 import functools
+import importlib.util
 
 import numpy as np
 import torch
@@ -11,6 +12,8 @@ from iclr26.generative.cgb import (
     CGBRestorer,
     ConsistencyRestorer,
     FlowMatchingRestorer,
+    FluxConsistencyRestorer,
+    FluxVelocity,
     GeodesicGuidance,
     RectifiedFlowSchedule,
     TinyUNet,
@@ -246,4 +249,159 @@ CASES = [
     ("ssim", "range", lambda: ssim(CLEAN, CLEAN * 4), ValueError, "clean"),
 ]
 
-EXEMPT = {}
+
+# -- the Flux path (needs the optional diffusers; tiny random modules) ------------------
+HAS_DIFFUSERS = importlib.util.find_spec("diffusers") is not None
+
+
+@functools.cache
+def _flux():
+    import diffusers
+
+    torch.manual_seed(0)
+    tr = diffusers.FluxTransformer2DModel(
+        in_channels=16,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=8,
+        num_attention_heads=2,
+        joint_attention_dim=16,
+        pooled_projection_dim=8,
+        guidance_embeds=True,
+        axes_dims_rope=(2, 2, 4),
+    )
+    vae = diffusers.AutoencoderKL(
+        in_channels=1,
+        out_channels=1,
+        down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2,
+        block_out_channels=(8, 8),
+        latent_channels=4,
+        norm_num_groups=4,
+        layers_per_block=1,
+    )
+    return tr, vae
+
+
+def _flux_model(**kw):
+    tr, vae = _flux()
+    return FluxConsistencyRestorer(tr, vae, controlnet_layers=(1, 0), **kw)
+
+
+def _from_diffusers(**kw):
+    tr, vae = _flux()
+    return ConsistencyRestorer.from_diffusers(tr, **{"vae": vae, "controlnet_layers": (1, 0), **kw})
+
+
+LATENT = torch.randn(2, 4, 4, 4)
+LATENT_NAN = LATENT.clone()
+LATENT_NAN[0, 0, 0, 0] = NAN
+FLUX_CASES = [
+    ("FluxVelocity", "type", lambda: FluxVelocity(3), TypeError, "transformer"),
+    (
+        "FluxVelocity",
+        "range",
+        lambda: FluxVelocity(_flux()[0], flux_guidance=-1.0),
+        ValueError,
+        "flux_guidance",
+    ),
+    (
+        "FluxVelocity",
+        "shape",
+        lambda: FluxVelocity(_flux()[0], prompt_embeds=torch.zeros(1, 2, 5)),
+        ValueError,
+        "prompt_embeds",
+    ),
+    ("FluxVelocity", "nan", lambda: FluxVelocity(_flux()[0])(LATENT_NAN, 0.5), ValueError, "x"),
+    (
+        "FluxVelocity",
+        "shape",
+        lambda: FluxVelocity(_flux()[0])(LATENT[:, :3], 0.5),
+        ValueError,
+        "x",
+    ),
+    (
+        "FluxConsistencyRestorer",
+        "other",
+        lambda: _flux_model(adapter="lora"),
+        ValueError,
+        "adapter",
+    ),
+    (
+        "FluxConsistencyRestorer",
+        "type",
+        lambda: FluxConsistencyRestorer(_flux()[0], 3),
+        TypeError,
+        "vae",
+    ),
+    ("FluxConsistencyRestorer", "range", lambda: _flux_model(T0=0.0), ValueError, "T0"),
+    (
+        "FluxConsistencyRestorer",
+        "type",
+        lambda: _flux_model(controlnet_layers=1),
+        TypeError,
+        "controlnet_layers",
+    ),
+    (
+        "FluxConsistencyRestorer",
+        "nan",
+        lambda: _flux_model().restore(CLEAN_NAN),
+        ValueError,
+        "y",
+    ),
+    (
+        "FluxConsistencyRestorer",
+        "inf",
+        lambda: _flux_model().fit(CLEAN_INF, steps=1),
+        ValueError,
+        "clean",
+    ),
+    (
+        "FluxConsistencyRestorer",
+        "shape",
+        lambda: _flux_model().restore(CLEAN[:, :6, :6]),
+        ValueError,
+        "y",
+    ),
+    ("FluxConsistencyRestorer", "empty", lambda: _flux_model().restore(CLEAN[:0]), ValueError, "y"),
+    (
+        "ConsistencyRestorer",
+        "other",
+        lambda: _from_diffusers(adapter="lora"),
+        ValueError,
+        "adapter",
+    ),
+    (
+        "ConsistencyRestorer",
+        "type",
+        lambda: ConsistencyRestorer.from_diffusers(3),
+        TypeError,
+        "transformer",
+    ),
+    (
+        "ConsistencyRestorer",
+        "other",
+        lambda: ConsistencyRestorer.from_diffusers(""),
+        ValueError,
+        "transformer",
+    ),
+    ("ConsistencyRestorer", "other", lambda: _from_diffusers(vae=None), ValueError, "vae"),
+    (
+        "ConsistencyRestorer",
+        "type",
+        lambda: _from_diffusers(torch_dtype="bf16"),
+        TypeError,
+        "torch_dtype",
+    ),
+]
+if HAS_DIFFUSERS:
+    CASES += FLUX_CASES
+
+EXEMPT = (
+    {}
+    if HAS_DIFFUSERS
+    else {
+        "FluxVelocity": "needs the optional diffusers package (pip install 'iclr26[diffusion]')",
+        "FluxConsistencyRestorer": "needs the optional diffusers package",
+    }
+)

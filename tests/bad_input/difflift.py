@@ -17,6 +17,8 @@ from iclr26.nn.difflift import (
     GINNet,
     GPSEmbedder,
     HypergraphLifter,
+    SCNLite,
+    SimplicialLifter,
     StaticLiftNet,
     UniGCNLite,
     accuracy,
@@ -25,6 +27,7 @@ from iclr26.nn.difflift import (
     from_networkx,
     gumbel_size_mask,
     gumbel_topk_neighbours,
+    hodge_operators,
     induced_cycles,
     lift_static,
     make_cell_heterophily,
@@ -405,6 +408,52 @@ CASES += [
     ("induced_cycles", "range", lambda: induced_cycles([[0, 5]], 3), ValueError, "edges"),
     ("induced_cycles", "range", lambda: induced_cycles([[0, 1]], 2, 2), ValueError, "max_len"),
     ("induced_cycles", "shape", lambda: induced_cycles([[0, 1, 2]], 3), ValueError, "edges"),
+]
+
+
+def _hyper():
+    return lift_static(_batch(), "khop", domain="hypergraph")
+
+
+CASES += [
+    ("SCNLite", "range", lambda: SCNLite(8, 2, layers=-1), ValueError, "layers"),
+    ("SCNLite", "nan", lambda: SCNLite(8, 2, dropout=NAN), ValueError, "dropout"),
+    ("SCNLite", "type", lambda: SCNLite(8, 2, cross_rank="yes"), TypeError, "cross_rank"),
+    ("SCNLite", "range", lambda: SCNLite(8, 2, task="edge"), ValueError, "task"),
+    ("SCNLite", "other", lambda: SCNLite(2, 2)(torch.zeros(3, 2), _hyper(), 1), ValueError, "lc"),
+    ("SimplicialLifter", "range", lambda: SimplicialLifter(4, knn_edges=-1), ValueError, "knn"),
+    (
+        "SimplicialLifter",
+        "type",
+        lambda: SimplicialLifter(4, stochastic=1),
+        TypeError,
+        "stochastic",
+    ),
+    ("SimplicialLifter", "range", lambda: SimplicialLifter(4, sharpen=0.0), ValueError, "sharpen"),
+    ("hodge_operators", "type", lambda: hodge_operators(np.eye(3)), TypeError, "lc"),
+    ("hodge_operators", "other", lambda: hodge_operators(_hyper()), ValueError, "lc"),
+    (
+        "DiffLift",
+        "range",
+        lambda: DiffLift("simplicial", cell_candidates="cycles"),
+        ValueError,
+        "cell_candidates",
+    ),
+    (
+        "lift_static",
+        "range",
+        lambda: lift_static(_batch(), "cycle", domain="simplicial"),
+        ValueError,
+        "kind",
+    ),
+    ("StaticLiftNet", "range", lambda: StaticLiftNet("khop", "simplicial"), ValueError, "lifting"),
+    (
+        "DiffLiftClassifier",
+        "range",
+        lambda: DiffLiftClassifier("simplicial", "cycle").fit(make_ring_parity(4)),
+        ValueError,
+        "lifting",
+    ),
 ]
 
 EXEMPT = {

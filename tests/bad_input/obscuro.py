@@ -10,6 +10,7 @@ from iclr26.rl.obscuro import (
     CachedEval,
     FogOfWarChess,
     FoWChessEnv,
+    FoWChessGymEnv,
     FoWSubgame,
     GreedyAgent,
     IllegalMoveError,
@@ -41,6 +42,7 @@ from iclr26.rl.obscuro import (
     visible_squares,
 )
 
+N_ACTIONS = 64 * 73
 NAN, INF = float("nan"), float("inf")
 BAD_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1"
 NO_KING = "8/8/8/8/8/8/8/4K3 w - - 0 1"
@@ -64,6 +66,24 @@ def _step_bad(move):
 def _belief_bad_obs():
     b = BeliefState(chess.WHITE)
     return b.observe_opponent_move("e2e4")
+
+
+def _belief_illegal_own_move():
+    game = FogOfWarChess()
+    game.step("e2e4")
+    BeliefState(chess.WHITE).observe_own_move("e2e5", game.observation(chess.WHITE))
+
+
+def _belief_unexplained_view():
+    game = FogOfWarChess()
+    game.step("e2e4")
+    BeliefState(chess.WHITE).observe_own_move("d2d4", game.observation(chess.WHITE))
+
+
+def _gym_step(action):
+    env = FoWChessGymEnv(max_plies=10)
+    env.reset(seed=0)
+    env.step(action)
 
 
 def _env_step(action):
@@ -112,6 +132,8 @@ CASES = [
     ),
     ("BeliefState", "other", lambda: BeliefState(True, fen=NO_KING), ValueError, "fen"),
     ("BeliefState", "type", _belief_bad_obs, TypeError, "observation"),
+    ("BeliefState", "other", _belief_illegal_own_move, IllegalMoveError, "move e2e5"),
+    ("BeliefState", "other", _belief_unexplained_view, ValueError, "observation"),
     (
         "BeliefState",
         "other",
@@ -125,6 +147,27 @@ CASES = [
     ("FoWChessEnv", "range", lambda: _env_step(-3), ValueError, "action"),
     ("FoWChessEnv", "other", lambda: _env_step(0), IllegalMoveError, "index|move"),
     ("fow_chess_env", "range", lambda: fow_chess_env(max_plies=-1), ValueError, "max_plies"),
+    (
+        "fow_chess_env",
+        "nan",
+        lambda: fow_chess_env(illegal_reward=float("nan")),
+        ValueError,
+        "illegal_reward",
+    ),
+    ("FoWChessEnv", "other", lambda: _env_step("zzzz"), IllegalMoveError, "action"),
+    ("FoWChessGymEnv", "range", lambda: FoWChessGymEnv(max_plies=0), ValueError, "max_plies"),
+    ("FoWChessGymEnv", "type", lambda: FoWChessGymEnv(color="white"), TypeError, "color"),
+    ("FoWChessGymEnv", "other", lambda: FoWChessGymEnv(fen=BAD_FEN), ValueError, "fen"),
+    ("FoWChessGymEnv", "range", lambda: FoWChessGymEnv(opponent="nobody"), ValueError, "agent"),
+    (
+        "FoWChessGymEnv",
+        "nan",
+        lambda: FoWChessGymEnv(illegal_reward=float("nan")),
+        ValueError,
+        "illegal_reward",
+    ),
+    ("FoWChessGymEnv", "range", lambda: _gym_step(N_ACTIONS), ValueError, "action"),
+    ("FoWChessGymEnv", "type", lambda: _gym_step(1.5), TypeError, "action"),
     # solvers
     ("build_tree", "type", lambda: build_tree(object()), TypeError, "game"),
     ("build_tree", "empty", lambda: build_tree(KuhnPoker(), roots=[]), ValueError, "roots"),

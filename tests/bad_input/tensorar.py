@@ -6,6 +6,10 @@ import torch
 from iclr26.generative.tensorar import (
     DigitEvaluator,
     DiscreteTensorNoiser,
+    HFCausalLMBase,
+    LlamaGenBase,
+    LlamaGenConfig,
+    LlamaGenGPT,
     TensorARWrapper,
     TensorInputEncoder,
     TensorOutputDecoder,
@@ -34,6 +38,14 @@ def _nan_img():
     x = IMG.copy()
     x[0, 0, 0] = NAN
     return x
+
+
+def _tiny_hf():
+    from transformers import LlamaForCausalLM
+
+    from iclr26.models.tinylm.config import tiny_llama_config
+
+    return LlamaForCausalLM(tiny_llama_config("test", vocab_size=16))
 
 
 def _fitted_vq():
@@ -112,6 +124,86 @@ CASES = [
         lambda: _tar()(torch.tensor([0]), torch.zeros(1, 4, 2)),
         TypeError,
         "windows",
+    ),
+    # TensorARWrapper.from_pretrained
+    (
+        "TensorARWrapper",
+        "range",
+        lambda: TensorARWrapper.from_pretrained("some/model", k=0),
+        ValueError,
+        "k",
+    ),
+    (
+        "TensorARWrapper",
+        "other",
+        lambda: TensorARWrapper.from_pretrained("/no/such/folder", seq_len=4),
+        FileNotFoundError,
+        "source",
+    ),
+    ("TensorARWrapper", "type", lambda: TensorARWrapper.from_pretrained(3), TypeError, "source"),
+    (
+        "TensorARWrapper",
+        "range",
+        lambda: TensorARWrapper.from_pretrained("some/model", format="onnx"),
+        ValueError,
+        "format",
+    ),
+    (
+        "TensorARWrapper",
+        "type",
+        lambda: TensorARWrapper.from_pretrained("some/model", strict="yes"),
+        TypeError,
+        "strict",
+    ),
+    (
+        "TensorARWrapper",
+        "dtype",
+        lambda: TensorARWrapper.from_pretrained("some/model", dtype="int8"),
+        ValueError,
+        "dtype",
+    ),
+    ("TensorARWrapper", "type", lambda: _tar().save_pretrained(3), TypeError, "folder"),
+    # pretrained bases
+    ("LlamaGenConfig", "range", lambda: LlamaGenConfig(dim=30, n_head=4), ValueError, "dim"),
+    ("LlamaGenConfig", "nan", lambda: LlamaGenConfig(rope_base=NAN), ValueError, "rope_base"),
+    ("LlamaGenConfig", "shape", lambda: LlamaGenConfig(block_size=10), ValueError, "block_size"),
+    ("LlamaGenConfig", "range", lambda: LlamaGenConfig.preset("GPT-Z"), ValueError, "name"),
+    (
+        "LlamaGenConfig",
+        "range",
+        lambda: LlamaGenConfig(class_dropout_prob=0.0),
+        ValueError,
+        "class_dropout_prob",
+    ),
+    ("LlamaGenGPT", "type", lambda: LlamaGenGPT({"dim": 8}), TypeError, "config"),
+    ("LlamaGenBase", "type", lambda: LlamaGenBase(torch.nn.Linear(2, 2)), TypeError, "net"),
+    (
+        "HFCausalLMBase",
+        "type",
+        lambda: HFCausalLMBase(torch.nn.Linear(2, 2), seq_len=4),
+        TypeError,
+        "model",
+    ),
+    (
+        "HFCausalLMBase",
+        "range",
+        lambda: HFCausalLMBase(_tiny_hf(), seq_len=0),
+        ValueError,
+        "seq_len",
+    ),
+    (
+        "HFCausalLMBase",
+        "range",
+        lambda: HFCausalLMBase(_tiny_hf(), seq_len=4, token_offset=20),
+        ValueError,
+        "token_offset",
+    ),
+    (
+        "HFCausalLMBase",
+        "nan",
+        lambda: HFCausalLMBase(_tiny_hf(), seq_len=4, class_token_ids=[1.0, NAN]),
+        ValueError,
+        "class_token_ids",
     ),
     # TinyARImageModel
     ("TinyARImageModel", "range", lambda: TinyARImageModel(vocab=1), ValueError, "vocab"),

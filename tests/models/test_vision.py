@@ -276,3 +276,26 @@ def test_pretrained_tiny_builds_under_the_cache_lock(tmp_path, record_build_lock
     assert taken == [MV.cache_path("randconv_s8", "test", tmp_path)]
     MV.pretrained_tiny("randconv_s8", recipe="test", cache_dir=tmp_path, threads=1)
     assert len(taken) == 1
+
+
+def test_conv_stem_keeps_the_patch_grid_and_protocol():
+    x = torch.rand(2, 3, 16, 16)
+    conv = _tiny_vit(stem="conv")
+    MV.check_vit(conv)
+    assert conv.forward_features(x).shape == (2, 17, 32)
+    assert MV.feature_map(conv, x).shape == (2, 32, 4, 4)
+    stem = conv.patch_embed.proj
+    strides = [m.stride for m in stem if isinstance(m, nn.Conv2d)]
+    assert strides == [(2, 2), (2, 2), (1, 1)]  # two stride-2 3x3 convs (patch 4), then 1x1
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in stem) == 2
+    # each output token sees only its own 4x4 patch plus a 3-pixel border, not the far image
+    conv.eval()
+    base = conv.patch_embed(x)
+    y = x.clone()
+    y[:, :, 12:, 12:] = 0.0  # change the bottom-right patch only
+    diff = (conv.patch_embed(y) - base).abs().sum(-1)[0].reshape(4, 4)
+    assert diff[3, 3] > 0 and diff[0, 0] == 0 and diff[0, 3] == 0
+    with pytest.raises(ValueError, match="power of 2"):
+        MV.TinyViT(img_size=24, patch=3, dim=32, depth=1, heads=4, stem="conv")
+    with pytest.raises(ValueError, match="stem"):
+        MV.TinyViT(img_size=16, patch=4, dim=32, depth=1, heads=4, stem="convnext")

@@ -250,6 +250,53 @@ def test_response_mask_stops_after_eos():
     assert response_mask(r).int().tolist() == [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
 
 
+def test_full_scale_run_measures_the_ablation_and_the_scaling_table(monkeypatch):
+    """The full-scale run adds the spec's ablation (each half of FlexRL alone) and the
+    1 -> 2 -> 4 workers table; checked on stand-ins for the measured pipelines."""
+    from iclr26.rl.flexrl import claims
+
+    runs = []
+
+    def fake_measure(ctx, cls, workers, order, s, **options):
+        runs.append((cls.__name__, workers, tuple(sorted(options.items()))))
+        return {"system": cls.__name__, "workers": workers, **options}
+
+    monkeypatch.setattr(claims, "ensure_ray", lambda num_cpus=None: None)
+    monkeypatch.setattr(claims, "build_multimodal_corpus", lambda root, n, seed: list(range(n)))
+    monkeypatch.setattr(claims, "_order", lambda corpus, s, seed: (corpus, 0, 1.5))
+    monkeypatch.setattr(claims, "_measure", fake_measure)
+    claims._measure_all.cache_clear()
+    try:
+        out = claims._measure_all("full", 0)
+    finally:
+        claims._measure_all.cache_clear()
+    assert sorted(out["scaling"]) == [1, 2, 4]
+    assert out["ablation"]["shadowloader_only"] == {
+        "system": "FlexRLPipeline", "workers": 4, "shard_threshold": float("inf")
+    }  # fmt: skip
+    assert out["ablation"]["flexulysses_only"] == {
+        "system": "CentralizedPipeline", "workers": 4, "shard_threshold": 0.5
+    }  # fmt: skip
+    assert len(runs) == 2 + 2 * 2 + 2  # main pair, workers 1 and 2, the two ablations
+
+
+def test_ensure_ray_joins_ray_address_else_starts_a_local_ray(monkeypatch):
+    ray = pytest.importorskip("ray")
+    from iclr26.ray_local import NICENESS_ENV
+    from iclr26.rl.flexrl import ensure_ray
+
+    calls = []
+    monkeypatch.delenv(NICENESS_ENV, raising=False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    ensure_ray(num_cpus=2)
+    monkeypatch.delenv("RAY_ADDRESS")
+    ensure_ray(num_cpus=2)
+    assert calls[0]["address"] == "ray://head:10001" and "num_cpus" not in calls[0]
+    assert calls[1]["num_cpus"] == 2 and "address" not in calls[1]
+
+
 # ---------------------------------------------------------------- Ray (one session)
 
 

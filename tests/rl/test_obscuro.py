@@ -18,6 +18,8 @@ from iclr26.rl.obscuro import (
     BeliefOverflowError,
     BeliefState,
     FogOfWarChess,
+    FoWChessEnv,
+    FoWChessGymEnv,
     FoWSubgame,
     GreedyAgent,
     IllegalMoveError,
@@ -43,7 +45,8 @@ from iclr26.rl.obscuro import (
     solve,
     visible_squares,
 )
-from iclr26.rl.obscuro.fow_chess import board_key, view_key
+from iclr26.rl.obscuro.claims import game_size
+from iclr26.rl.obscuro.fow_chess import N_ACTIONS, board_key, view_key
 from iclr26.rl.obscuro.games import CHANCE
 from iclr26.rl.obscuro.solver import strategy_dict, uniform_strategy
 
@@ -148,6 +151,28 @@ def test_ply_cap_adjudicates_by_material():
     assert game.termination == "max_plies" and game.winner() == chess.BLACK
 
 
+def test_fifty_move_rule_draws_and_a_capture_resets_it():
+    game = FogOfWarChess("4k3/8/8/8/8/8/8/R3K3 w - - 99 60")
+    game.step("a1a2")
+    assert game.termination == "fifty_moves" and game.result() == "1/2-1/2"
+    game = FogOfWarChess("4k3/8/8/8/8/8/p7/R3K3 w - - 99 60")
+    game.step("a1a2")  # a capture: the clock restarts
+    assert not game.is_over() and game.board.halfmove_clock == 0
+
+
+def test_pawn_sees_blocker_flag_reveals_the_piece_in_front_of_a_pawn():
+    fen = "4k3/8/8/8/4p3/4P3/8/4K3 w - - 0 1"  # black pawn e4 blocks white pawn e3
+    e4 = chess.BB_SQUARES[chess.E4]
+    for flag in (False, True):
+        board = chess.Board(fen)
+        assert bool(visible_squares(board, chess.WHITE, pawn_sees_blocker=flag) & e4) == flag
+        codes = FogOfWarChess(fen, pawn_sees_blocker=flag).observation(chess.WHITE).codes
+        assert codes[3, 4] == (2 + 6 if flag else 0)  # black pawn code, or unseen
+    # the flag does not reveal an empty square's neighbour: only the blocking piece itself
+    free = chess.Board("4k3/8/8/8/8/4P3/8/4K3 w - - 0 1")
+    assert visible_squares(free, chess.WHITE, True) == visible_squares(free, chess.WHITE, False)
+
+
 def test_move_encoding_round_trips():
     rng = random.Random(0)
     for seed in range(4):
@@ -215,10 +240,29 @@ def test_belief_reseeds_when_the_true_position_was_dropped():
     game.step("e2e4")
     wrong = chess.Board("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")
     belief.positions = {board_key(wrong): wrong}  # a belief that lost the true position
+    belief.exact = False  # ... as only a capped belief can
     obs = game.observation(chess.BLACK)
     belief.observe_own_move("e7e5", obs)  # wrong turn: nothing survives
     assert belief.n_reseeds == 1 and not belief.exact and len(belief) >= 1
     assert all(view_key(b, chess.BLACK) == obs.key for b in belief.boards())
+
+
+def test_exact_belief_refuses_an_illegal_own_move_and_an_unexplained_view():
+    game = FogOfWarChess()
+    belief = BeliefState(chess.WHITE, max_size=64)
+    game.step("e2e4")
+    obs = game.observation(chess.WHITE)
+    with pytest.raises(IllegalMoveError, match="e2e5 is not a pseudo-legal move in any"):
+        belief.observe_own_move("e2e5", obs)
+    with pytest.raises(ValueError, match="observation is inconsistent"):
+        belief.observe_own_move("d2d4", obs)  # legal, but not the move that gave this view
+    assert belief.n_reseeds == 0 and belief.exact and len(belief) == 1  # left unchanged
+    belief.observe_own_move("e2e4", obs)
+    game.step("e7e5")
+    with pytest.raises(IllegalMoveError, match="g1f3 is not a pseudo-legal move in any"):
+        belief.observe_own_move("g1f3", game.observation(chess.WHITE))  # black's ply missed
+    belief.observe_opponent_move(game.observation(chess.WHITE))
+    assert belief.contains(game.board) and belief.exact and belief.n_reseeds == 0
 
 
 # ---------------------------------------------------------------- OpenSpiel cross-checks
@@ -284,6 +328,8 @@ def test_leduc_and_kuhn_match_openspiel_rules():
             for a in s.legal_actions():
                 stack.append((ours.apply(h, a), s.child(a)))
         assert build_tree(ours).n_infosets == n_infosets and seen > 0
+        # the PCFR+ speed ratio against OpenSpiel's CFR compares sweeps of equal-size trees
+        assert game_size(ref) == build_tree(ours).n_nodes
 
 
 def test_exploitability_matches_openspiel():
@@ -469,16 +515,68 @@ def test_match_runner_alternates_colours_over_workers(tmp_path):
     assert path.read_text().count("[Event ") == 2
 
 
-def test_pettingzoo_api():
-    from pettingzoo.test import api_test
+def test_pettingzoo_api_raw_and_wrapped():
+    from pettingzoo.test import api_test, render_test, seed_test
+    from pettingzoo.utils import BaseWrapper
 
+    api_test(FoWChessEnv(max_plies=30), num_cycles=60)
     api_test(fow_chess_env(max_plies=30), num_cycles=60)
-    env = fow_chess_env(max_plies=10)
-    env.reset()
-    obs, *_ = env.last()
+    seed_test(lambda: fow_chess_env(max_plies=20), num_cycles=20)
+    render_test(lambda render_mode=None: fow_chess_env(max_plies=6, render_mode=render_mode))
+    raw = FoWChessEnv(max_plies=10)
+    raw.reset()
+    obs, *_ = raw.last()
     assert obs["observation"].shape == (8, 8, 14) and obs["action_mask"].sum() == 20
+    illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
     with pytest.raises(IllegalMoveError):
-        env.step(int(np.flatnonzero(obs["action_mask"] == 0)[0]))
+        raw.step(illegal)
+    with pytest.raises(IllegalMoveError, match="action 'zzzz' is not a UCI move"):
+        raw.step("zzzz")
+    raw.step("e2e4")  # UCI strings work on the raw env
+    assert raw.agent_selection == "player_1"
+    # wrapped as PettingZoo's classic games: an illegal action loses, an unknown one is refused
+    env = fow_chess_env(max_plies=10)
+    assert isinstance(env, BaseWrapper) and isinstance(env.unwrapped, FoWChessEnv)
+    with pytest.raises(Exception, match="reset"):
+        env.step(0)
+    env.reset()
+    env.step(illegal)
+    assert env.rewards == {"player_0": -1, "player_1": 0} and all(env.terminations.values())
+    env.reset()
+    with pytest.raises(AssertionError):
+        env.step(N_ACTIONS)
+
+
+def test_gymnasium_env_passes_check_env_raw_and_wrapped():
+    import warnings
+
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    for color in (chess.WHITE, chess.BLACK):
+        check_env(FoWChessGymEnv("greedy", color=color, max_plies=12))
+        wrapped = gym.wrappers.TimeLimit(
+            gym.make("iclr26/FoWChess-v0", color=color, max_plies=12, render_mode="ansi"), 6
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the checker's "env is wrapped" notice
+            check_env(wrapped)
+    env = FoWChessGymEnv("random", color=chess.BLACK, max_plies=8)
+    obs, info = env.reset(seed=5)
+    assert env.game.ply == 1 and obs["action_mask"].sum() == len(info["legal_moves"]) == 20
+    again, _ = FoWChessGymEnv("random", color=chess.BLACK, max_plies=8).reset(seed=5)
+    assert np.array_equal(obs["observation"], again["observation"])  # the seed fixes the opponent
+    done = truncated = False
+    while not (done or truncated):
+        legal = int(np.flatnonzero(obs["action_mask"])[0])
+        obs, reward, done, truncated, info = env.step(legal)
+    assert truncated or reward in (-1.0, 1.0) and env.game.termination == "king_capture"
+    env.reset(seed=0)
+    off_board = encode_move(chess.Move.from_uci("a8a1"), chess.WHITE) + 7  # plane beyond
+    obs, reward, done, truncated, info = env.step(off_board)
+    assert (reward, done, truncated) == (-1.0, True, False) and "illegal_action" in info
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
 
 
 # ---------------------------------------------------------------- claims

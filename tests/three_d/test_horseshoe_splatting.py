@@ -7,7 +7,14 @@ from scipy import optimize, special, stats
 from skimage.metrics import structural_similarity
 
 from iclr26.claims import contract_problems, run_claim
-from iclr26.three_d.gs_raster import l1_dssim_loss, orbit_cameras, sh_to_color, ssim, ssim_map
+from iclr26.three_d.gs_raster import (
+    Camera,
+    l1_dssim_loss,
+    orbit_cameras,
+    sh_to_color,
+    ssim,
+    ssim_map,
+)
 from iclr26.three_d.gs_raster.losses import gaussian_window
 from iclr26.three_d.horseshoe_splatting import (
     GaussianSplatting,
@@ -163,7 +170,9 @@ def test_densify_clones_splits_prunes_and_carries_posterior_and_adam_state():
     old_beta = m.beta.detach().clone()
     m._densify_and_prune(opt, 0.5, 0.05, 0.005, step=1)
     # kept: 0 (its clone too), 2; split 1 -> two children; 3 pruned (opacity < 0.005)
-    assert m.densify_log[-1] == {"step": 1, "cloned": 1, "split": 1, "pruned": 1, "splats": 5}
+    assert m.densify_log[-1] == {
+        "step": 1, "cloned": 1, "split": 1, "pruned": 1, "pruned_big": 0, "splats": 5
+    }  # fmt: skip
     for name in ("means", "beta", "rho", "quats", "lam_a", "lam_b", "nu_a", "nu_b", "sh_rest"):
         assert getattr(m, name).shape[0] == 5, name
     # rows: survivors 0, 2; the clone of 0; the two children of 1
@@ -184,6 +193,148 @@ def test_densify_clones_splits_prunes_and_carries_posterior_and_adam_state():
     loss.backward()
     opt.step()  # the optimizer trains the new tensors
     assert m._grad_sum.shape == (5,)
+
+
+def _stepped_hot_model():
+    """The hot model after one Adam step, with a marker per splat in its SH rows."""
+    m = _hot_model()
+    with torch.no_grad():
+        m.sh_rest.copy_(torch.arange(4.0)[:, None, None].expand_as(m.sh_rest))
+    opt = m._optimizer(0.01, 0.01)
+    m.loss(torch.rand(8, 8, 3), orbit_cameras(1, width=8, height=8)[0]).backward()
+    opt.step()
+    return m, opt
+
+
+@pytest.mark.parametrize(
+    "screen, world, rows, n_big",
+    [
+        # splat 2 (cold) is 30 px wide on screen; the children of 1 (scale 0.2 / 1.6 = 0.125)
+        # are not yet rendered, so the screen test spares them even though 1 was 50 px wide
+        (20.0, 0.15, [0, 0, 1, 1], 1),
+        # world test at 0.1: the children (0.125) go, splat 2 (0.05) stays
+        (None, 0.1, [0, 2, 0], 2),
+        (None, None, [0, 2, 0, 1, 1], 0),
+    ],
+)
+def test_too_large_splats_are_pruned_with_all_their_state(screen, world, rows, n_big):
+    m, opt = _stepped_hot_model()
+    old_moment = opt.state[m.lam_b]["exp_avg"].clone()
+    old_sh_moment = opt.state[m.sh_rest]["exp_avg"].clone()
+    m._max_radii.copy_(torch.tensor([0.0, 50.0, 30.0, 0.0]))
+    m._densify_and_prune(
+        opt, 0.5, 0.05, 0.005, step=1, max_screen_radius=screen, max_world_scale=world
+    )
+    log = m.densify_log[-1]
+    assert log["pruned_big"] == n_big and log["splats"] == len(rows)
+    assert log["pruned"] == 1 + n_big  # splat 3 is transparent in every case
+    marker = torch.tensor(rows, dtype=torch.float32)
+    assert torch.allclose(m.lam_b[:, 0].detach(), marker, atol=0.02)  # one Adam step moved it
+    assert torch.allclose(m.sh_rest[:, 0, 0].detach(), marker, atol=0.02)
+    for name in ("means", "beta", "rho", "quats", "opacity_logits", "sh_dc", "lam_a", "nu_b"):
+        assert getattr(m, name).shape[0] == len(rows), name
+        assert opt.state[getattr(m, name)]["exp_avg"].shape[0] == len(rows), name
+    # survivors keep their Adam moments, new splats (clone, children) start at zero
+    survivors = [0] + ([2] if 2 in rows[:2] else [])
+    got = opt.state[m.lam_b]["exp_avg"]
+    assert torch.equal(got[: len(survivors)], old_moment[survivors])
+    assert float(got[len(survivors) :].abs().sum()) == 0.0
+    assert torch.equal(opt.state[m.sh_rest]["exp_avg"][0], old_sh_moment[0])
+    assert m._max_radii.shape == (len(rows),) and float(m._max_radii.abs().sum()) == 0.0
+
+
+def test_fit_prunes_a_huge_splat_only_after_prune_big_after():
+    d = make_scene_data(6, size=16, n_train=2, n_test=1, texels=3, seed=0)
+    kw = dict(
+        steps=2, densify_from=1, densify_every=1, densify_until=3, grad_threshold=1e9,
+        min_opacity=0.0, max_screen_radius=None,
+    )  # fmt: skip
+
+    def fitted(**extra):
+        m = HorseshoeSplatting(d["init_means"], mc_train=1)
+        with torch.no_grad():
+            m.beta[0] = math.log(50.0)  # far beyond 0.1 x the scene extent
+            m.lam_b.copy_(torch.arange(float(len(m.beta)))[:, None].expand_as(m.lam_b))
+        return m.fit(d["train_images"], d["train_cams"], **kw, **extra)
+
+    n0 = d["init_means"].shape[0]
+    pruned = fitted(prune_big_after=0)
+    assert [e["pruned_big"] for e in pruned.densify_log] == [1, 0]
+    assert pruned.means.shape[0] == n0 - 1 and pruned.lam_b.shape[0] == n0 - 1
+    assert float(torch.exp(pruned.beta.detach()).max()) < 1.0
+    expected = torch.arange(1.0, n0)  # rows 1.. keep their markers (moved by two Adam steps)
+    assert torch.allclose(pruned.lam_b[:, 0].detach(), expected, atol=0.05)
+    kept = fitted(prune_big_after=2)  # 3DGS prunes big splats only after the reset interval
+    assert [e["pruned_big"] for e in kept.densify_log] == [0, 0]
+    assert kept.means.shape[0] == n0
+    assert fitted(prune_big_after=None).means.shape[0] == n0
+
+
+def test_progressive_sh_degree_schedule():
+    d = make_scene_data(4, size=12, n_train=2, n_test=1, texels=3, seed=0)
+
+    def degrees(**kw):
+        m = HorseshoeSplatting(d["init_means"], mc_train=1, sh_degree=kw.pop("sh_degree", 3))
+        m.fit(d["train_images"], d["train_cams"], **kw)
+        return m.sh_degrees, m.active_sh_degree
+
+    # the degree rises at every step that is a multiple of sh_increase_every (before its render)
+    assert degrees(steps=9, sh_increase_every=2) == ([0, 1, 1, 2, 2, 3, 3, 3, 3], 3)
+    assert degrees(steps=5, sh_increase_every=2, sh_degree=1) == ([0, 1, 1, 1, 1], 1)
+    assert degrees(steps=3) == ([0, 0, 0], 0)  # 3DGS: every 1000 steps
+    assert degrees(steps=2, sh_increase_every=None) == ([3, 3], 3)
+    m = HorseshoeSplatting(d["init_means"])
+    assert m.active_sh_degree == 3  # before fit: every band
+    m.fit(d["train_images"], d["train_cams"], steps=1)
+    state = m.state_dict()
+    restored = HorseshoeSplatting(d["init_means"])
+    restored.load_state_dict(state)
+    assert restored.active_sh_degree == 0  # a saved model renders as it was trained
+    del state["active_sh"]  # a state dict from before the schedule: every band, as then
+    restored.load_state_dict(state)
+    assert restored.active_sh_degree == 3
+
+
+def test_bands_above_the_active_degree_get_no_gradient_and_do_not_render():
+    d = make_scene_data(4, size=12, n_train=2, n_test=1, texels=3, seed=0)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1, sh_degree=3)
+    with torch.no_grad():
+        m.opacity_logits.fill_(3.0)
+        m.sh_rest.copy_(
+            0.3 * torch.randn(m.sh_rest.shape, generator=torch.Generator().manual_seed(0))
+        )
+    cam, img = d["train_cams"][0], d["train_images"][0]
+    m.active_sh.fill_(1)
+    m.loss(img, cam).backward()
+    grad = m.sh_rest.grad
+    assert float(grad[:, :3].abs().sum()) > 0  # band 1 (3 coefficients) is trained
+    assert float(grad[:, 3:].abs().sum()) == 0.0  # bands 2 and 3 are not seen yet
+    with torch.no_grad():
+        before = m.render_point(cam).image
+        m.sh_rest[:, 3:] += 1.0
+        assert torch.equal(m.render_point(cam).image, before)
+        m.active_sh.fill_(3)
+        assert float((m.render_point(cam).image - before).abs().max()) > 0.01
+    # a fit that never reaches degree 1 leaves every higher band exactly where it was
+    start, dc = m.sh_rest.detach().clone(), m.sh_dc.detach().clone()
+    m.fit(d["train_images"], d["train_cams"], steps=3, sh_increase_every=1000)
+    assert torch.equal(m.sh_rest.detach(), start)
+    assert not torch.equal(m.sh_dc.detach(), dc)  # the DC band did train
+    m.fit(d["train_images"], d["train_cams"], steps=2, sh_increase_every=1)
+    assert float((m.sh_rest.detach()[:, :3] - start[:, :3]).abs().max()) > 0
+    assert float((m.sh_rest.detach()[:, 8:] - start[:, 8:]).abs().max()) == 0.0  # band 3 unseen
+
+
+def test_camera_facing_away_renders_the_background_and_fit_survives_it():
+    d = make_scene_data(4, size=12, n_train=2, n_test=1, texels=3, seed=0)
+    away = Camera.look_at((6.0, 0.0, 0.0), (12.0, 0.0, 0.0), width=12, height=12)
+    m = HorseshoeSplatting(d["init_means"], mc_train=1, mc_test=3)
+    mean, std = m.predict(away, return_std=True)
+    assert torch.allclose(mean, torch.ones(12, 12, 3)) and float(std.abs().max()) == 0.0
+    assert int(m.render_point(away).stats["pixel_pairs"]) == 0
+    images = torch.cat([d["train_images"][:1], torch.ones(1, 12, 12, 3)])
+    m.fit(images, [d["train_cams"][0], away], steps=4, densify_from=2, densify_every=2)
+    assert len(m.densify_log) == 2 and all(np.isfinite(m.history))
 
 
 def test_fit_with_densification_grows_and_resets_opacity():

@@ -164,6 +164,38 @@ def test_codec_roundtrip_keeps_the_true_voxel_count():
     assert isinstance(data, bytes) and len(data) > 18
 
 
+def _roundtrip_on(device: str):
+    rng = np.random.default_rng(1)
+    sirs = [SparseImplicitRep(16, 2).from_sdf(random_shape(rng, 2)) for _ in range(2)]
+    codec = SNCCodec(channels=4, lmbda=50, seed=0).to(device).fit(sirs, steps=2, lr=3e-3)
+    assert codec.device.type == torch.device(device).type
+    data = codec.compress(sirs[0])
+    back = codec.decompress_sir(data)
+    return codec, sirs, data, back
+
+
+def test_codec_follows_its_device_and_returns_cpu_arrays():
+    codec, sirs, data, back = _roundtrip_on("cpu")
+    assert isinstance(back.coords, np.ndarray) and isinstance(back.tsdf, np.ndarray)
+    # a copy moved back and forth codes the same bitstream
+    assert codec.to("cpu").compress(sirs[0]) == data
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_codec_on_cuda_decodes_its_own_bitstream():
+    codec, sirs, data, back = _roundtrip_on("cuda")
+    assert len(back.coords) == len(sirs[0].coords)
+    assert isinstance(back.coords, np.ndarray)
+
+
+def test_full_scale_uses_the_context_device():
+    from iclr26.claims import Context, Scale
+    from iclr26.three_d.sir_snc.claims import _device
+
+    assert _device(Context(scale=Scale.QUICK, device="cuda")) == "cpu"
+    assert _device(Context(scale=Scale.FULL, device="cuda:1")) == "cuda:1"
+
+
 def test_smoke_claims_run(tmp_path):
     from iclr26.claims import run_claim
 

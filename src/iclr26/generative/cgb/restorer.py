@@ -11,11 +11,13 @@ Sampling starts at ``(1 - T0) y + T0 eps0`` and re-uses ``eps0`` at every step."
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from iclr26 import validation as V
 from iclr26.generative.cgb.bridge import CGBBridge, _bcast, check_T0
@@ -74,16 +76,21 @@ def bridge_sample(
     renoise: str = "start",
     generator=None,
     return_states: bool = False,
+    shift_mu: float | None = None,
 ):
-    """The few-step bridge sampler on a uniform grid ``t_i = T0 (1 - i / nfe)``: predict
-    ``v``, form ``x0_hat = F(x_ti)``, move to the marginal at ``t_{i+1}`` built from
-    ``x0_hat``, ``y`` and the start noise ``eps0`` (``renoise="fresh"``: new noise). Exactly
-    ``nfe`` calls of ``velocity_fn(x, t)``; returns ``x0_hat`` (and the visited states)."""
+    """The few-step bridge sampler on the grid ``t_i = T0 (1 - i / nfe)``: predict ``v``, form
+    ``x0_hat = F(x_ti)``, move to the marginal at ``t_{i+1}`` built from ``x0_hat``, ``y`` and
+    the start noise ``eps0`` (``renoise="fresh"``: new noise). ``shift_mu`` passes the grid
+    ``1 - i / nfe`` through Flux's time shift ``e^mu / (e^mu + 1/s - 1)`` before scaling by
+    ``T0`` (the released sampler); ``None`` keeps it uniform. Exactly ``nfe`` calls of
+    ``velocity_fn(x, t)``; returns ``x0_hat`` (and the visited states)."""
     nfe = V.check_int(nfe, "nfe", low=1)
     renoise = V.check_choice(renoise, "renoise", RENOISE)
+    if shift_mu is not None:
+        shift_mu = V.check_scalar(shift_mu, "shift_mu", low=-10.0, high=10.0)
     if eps0 is None:
         eps0 = torch.randn(y.shape, generator=generator, dtype=y.dtype).to(y.device)
-    ts = [bridge.T0 * (1 - i / nfe) for i in range(nfe + 1)]
+    ts = [bridge.T0 * time_shift(1 - i / nfe, shift_mu) for i in range(nfe + 1)]
     x = bridge.start(y, eps0)
     states = [x]
     x0_hat = x
@@ -99,6 +106,14 @@ def bridge_sample(
             x = bridge.marginal(x0_hat, y, eps, ts[i + 1])
             states.append(x)
     return (x0_hat, states) if return_states else x0_hat
+
+
+def time_shift(s: float, mu: float | None) -> float:
+    """Flux's resolution-dependent shift ``e^mu / (e^mu + 1/s - 1)`` of a grid point ``s`` in
+    [0, 1] (``mu=None``: the identity); it fixes 0 and 1."""
+    if mu is None or s <= 0.0 or s >= 1.0:
+        return float(s)
+    return math.exp(mu) / (math.exp(mu) + 1.0 / s - 1.0)
 
 
 class CGBRestorer(torch.nn.Module):
@@ -129,6 +144,21 @@ class CGBRestorer(torch.nn.Module):
         width: int = 32,
     ):
         super().__init__()
+        self._set_options(
+            velocity_model, guidance, tangent, kappa, objective, T0_range, T0, tangent_norm, c
+        )
+        self.n_discrete = V.check_int(n_discrete, "n_discrete", low=1)
+        self.ema = V.check_scalar(ema, "ema", low=0.0, high=1.0, high_open=True)
+        self.renoise = V.check_choice(renoise, "renoise", RENOISE)
+        if velocity_model is not None:
+            V.check_module_attrs(velocity_model, "velocity_model", ["forward"])
+            self.net = copy.deepcopy(velocity_model).train()
+        else:
+            self.net = TinyUNet(width=V.check_int(width, "width", low=8))
+
+    def _set_options(
+        self, velocity_model, guidance, tangent, kappa, objective, T0_range, T0, tangent_norm, c
+    ):
         self.guidance = GeodesicGuidance(velocity_model, guidance)
         self.tangent = V.check_choice(tangent, "tangent", TANGENTS)
         self.kappa = V.check_scalar(kappa, "kappa", low=0.0, low_open=True, high=10.0)
@@ -140,17 +170,41 @@ class CGBRestorer(torch.nn.Module):
         self.T0 = check_T0(T0)
         self.tangent_norm = V.check_bool(tangent_norm, "tangent_norm")
         self.c = V.check_scalar(c, "c", low=0.0, low_open=True)
-        self.n_discrete = V.check_int(n_discrete, "n_discrete", low=1)
-        self.ema = V.check_scalar(ema, "ema", low=0.0, high=1.0, high_open=True)
-        self.renoise = V.check_choice(renoise, "renoise", RENOISE)
-        if velocity_model is not None:
-            V.check_module_attrs(velocity_model, "velocity_model", ["forward"])
-            self.net = copy.deepcopy(velocity_model).train()
-        else:
-            self.net = TinyUNet(width=V.check_int(width, "width", low=8))
         self.size: int | None = None
         self.task: str | None = None
         self.losses: list[float] = []
+
+    @classmethod
+    def from_diffusers(
+        cls,
+        transformer="black-forest-labs/FLUX.1-dev",
+        adapter: str = "controlnet",
+        vae=None,
+        controlnet=None,
+        torch_dtype: torch.dtype | None = None,
+        device: str | torch.device = "cpu",
+        prompt: str | None = None,
+        **options,
+    ):
+        """The full-scale restorer on FLUX.1 (paper): a diffusers ``FluxTransformer2DModel``
+        as the velocity network and guidance prior, a Flux ControlNet on the latent of ``y``
+        (``adapter="controlnet"``, the only adapter) and the ``AutoencoderKL`` latent space.
+
+        ``transformer``, ``vae``, ``controlnet``: built diffusers modules, or hub ids / local
+        folders (``vae=None``: the ``vae`` sub-folder of ``transformer``'s; ``controlnet=None``:
+        a fresh ControlNet copied from the transformer). With modules it returns a
+        :class:`~iclr26.generative.cgb.flux.FluxConsistencyRestorer` on ``device`` (cast to
+        ``torch_dtype`` when given); with any id or path a
+        :class:`~iclr26.generative.cgb.flux.LazyFluxRestorer`, which loads with
+        ``from_pretrained`` (``torch_dtype``) at its first call. ``prompt``: a text condition
+        encoded by the pipeline's text encoders (ids / paths only); ``options``: the keywords
+        of ``FluxConsistencyRestorer``. Needs ``diffusers``; FLUX.1-dev needs its weights
+        and a GPU."""
+        from iclr26.generative.cgb.flux import from_diffusers
+
+        return from_diffusers(
+            transformer, adapter, vae, controlnet, torch_dtype, device, prompt, **options
+        )
 
     # -- the one-step map -------------------------------------------------------
     def consistency_fn(self, x, y, t, T0, net=None) -> torch.Tensor:
@@ -176,7 +230,7 @@ class CGBRestorer(torch.nn.Module):
     ) -> CGBRestorer:
         """Consistency training on ``(n, H, W)`` clean [0, 1] patches degraded by ``degrade``
         (``"sr4"`` or ``"denoise"`` with noise ``sigma``). Returns ``self``."""
-        x_all = to_signed(as_batch(clean, "clean"))
+        x_all = self._images(clean, "clean")
         self.task = V.check_choice(degrade, "degrade", ("denoise", "sr4"))
         steps = V.check_int(steps, "steps", low=1)
         lr = V.check_scalar(lr, "lr", low=0.0, low_open=True, high=1.0)
@@ -185,27 +239,30 @@ class CGBRestorer(torch.nn.Module):
         g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
         torch.manual_seed(seed)
         self.size = x_all.shape[-1]
-        dev = next(self.net.parameters()).device
+        dev = self._device()
         x_all = x_all.to(dev)
         self.net.train()
-        teacher = copy.deepcopy(self.net).eval() if self.objective == "discrete" else None
-        opt = torch.optim.Adam(self.net.parameters(), lr=lr)
+        params = [p for p in self.net.parameters() if p.requires_grad]
+        teacher = _copy_sharing_frozen(self.net).eval() if self.objective == "discrete" else None
+        opt = torch.optim.Adam(params, lr=lr)
         lo, hi = self.T0_range
         for _ in range(steps):
             x0 = x_all[torch.randint(0, x_all.shape[0], (batch_size,), generator=g).to(dev)]
             y = degrade_signed(x0, self.task, sigma, g)
+            x0, y = self._to_bridge(x0), self._to_bridge(y)
             T0 = (lo + (hi - lo) * torch.rand(batch_size, generator=g)).to(dev)
             t = T0 * torch.rand(batch_size, generator=g).clamp_min(1e-3).to(dev)
             eps = torch.randn(x0.shape, generator=g).to(dev)
             loss = self._loss(x0, y, eps, t, T0, teacher)
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             if teacher is not None:
                 with torch.no_grad():
                     for p_t, p in zip(teacher.parameters(), self.net.parameters(), strict=True):
-                        p_t.lerp_(p, 1 - self.ema)
+                        if p.requires_grad:
+                            p_t.lerp_(p, 1 - self.ema)
             self.losses.append(float(loss.detach()))
         self.net.eval()
         return self
@@ -235,7 +292,9 @@ class CGBRestorer(torch.nn.Module):
         def f(x, tt):
             return self.consistency_fn(x, y, tt, T0, net=net)
 
-        return torch.func.jvp(f, (x_t, t), (u, torch.ones_like(t)))
+        # fused attention kernels have no forward-mode derivative; the math kernel has one
+        with sdpa_kernel([SDPBackend.MATH]):
+            return torch.func.jvp(f, (x_t, t), (u, torch.ones_like(t)))
 
     # -- restoration ------------------------------------------------------------
     @torch.no_grad()
@@ -243,14 +302,13 @@ class CGBRestorer(torch.nn.Module):
         """Restore ``(n, H, W)`` degraded images (values in [-1, 2], the training size) with
         ``nfe`` network evaluations at horizon ``T0`` (default ``self.T0``). Returns
         ``(n, H, W)`` float32 images clipped to [0, 1]."""
-        if self.size is None:
-            raise RuntimeError("CGBRestorer is not fitted; call fit() first")
-        yb = to_signed(as_batch(y, "y", size=self.size, low=Y_RANGE[0], high=Y_RANGE[1]))
+        self._check_ready()
+        y_pix = self._images(y, "y", size=self.size, low=Y_RANGE[0], high=Y_RANGE[1])
         nfe = V.check_int(nfe, "nfe", low=1)
         T0 = self.T0 if T0 is None else check_T0(T0)
         g = torch.Generator().manual_seed(V.check_int(seed, "seed", low=0))
         self.net.eval()
-        yb = yb.to(next(self.net.parameters()).device)
+        yb = self._to_bridge(y_pix.to(self._device()))
         T0_rows = torch.full((yb.shape[0],), T0, device=yb.device)
         out = bridge_sample(
             lambda x, t: self.net(x, t, yb, T0_rows),
@@ -259,10 +317,35 @@ class CGBRestorer(torch.nn.Module):
             nfe=nfe,
             renoise=self.renoise,
             generator=g,
+            shift_mu=self._shift_mu(yb),
         )
-        return to_unit(out).clamp(0, 1)[:, 0].cpu().numpy()
+        return self._output(to_unit(self._from_bridge(out)).clamp(0, 1), y)
 
     predict = restore
+
+    # -- hooks: pixel images <-> the space the bridge runs in (pixels here) -------
+    def _check_ready(self):
+        if self.size is None:
+            raise RuntimeError("CGBRestorer is not fitted; call fit() first")
+
+    def _device(self):
+        return next(self.net.parameters()).device
+
+    def _images(self, images, name, size=None, low=0.0, high=1.0) -> torch.Tensor:
+        """Validated images as a ``[-1, 1]``-scaled ``(n, 1, H, W)`` tensor."""
+        return to_signed(as_batch(images, name, size=size, low=low, high=high))
+
+    def _to_bridge(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def _from_bridge(self, z: torch.Tensor) -> torch.Tensor:
+        return z
+
+    def _shift_mu(self, yb: torch.Tensor) -> float | None:
+        return None
+
+    def _output(self, x: torch.Tensor, like) -> np.ndarray:
+        return x[:, 0].cpu().numpy()
 
     def tune_T0(self, val_clean, grid=None, nfe: int = 1, sigma: float = 0.2, seed: int = 0):
         """The horizon on ``grid`` (default 9 points in [0.1, 0.9]) with the best mean PSNR
@@ -282,6 +365,14 @@ class CGBRestorer(torch.nn.Module):
         self.T0 = float(grid[int(np.argmax(scores))])
         self.tune_scores = dict(zip(map(float, grid), scores, strict=True))
         return self.T0
+
+
+def _copy_sharing_frozen(net: torch.nn.Module) -> torch.nn.Module:
+    """A deep copy of ``net`` whose frozen parameters (and buffers) are shared, not copied: the
+    EMA teacher of an adapter on a frozen foundation model costs only the adapter's memory."""
+    memo = {id(p): p for p in net.parameters() if not p.requires_grad}
+    memo.update({id(b): b for b in net.buffers()})
+    return copy.deepcopy(net, memo)
 
 
 def _pair_of(value, name):

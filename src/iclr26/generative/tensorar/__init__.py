@@ -10,7 +10,13 @@ from copying the overlapping ground truth. Generation keeps one body pass per po
 """
 
 from iclr26.generative.tensorar.evaluate import DigitEvaluator, frechet_distance
+from iclr26.generative.tensorar.llamagen import LlamaGenConfig, LlamaGenGPT
 from iclr26.generative.tensorar.model import TinyARImageModel
+from iclr26.generative.tensorar.pretrained import (
+    CheckpointMismatchError,
+    HFCausalLMBase,
+    LlamaGenBase,
+)
 from iclr26.generative.tensorar.tensor import (
     DiscreteTensorNoiser,
     TensorInputEncoder,
@@ -21,8 +27,13 @@ from iclr26.generative.tensorar.tokenizer import VQTokenizer, load_digits_split
 from iclr26.generative.tensorar.wrapper import TensorARWrapper
 
 __all__ = [
+    "CheckpointMismatchError",
     "DigitEvaluator",
     "DiscreteTensorNoiser",
+    "HFCausalLMBase",
+    "LlamaGenBase",
+    "LlamaGenConfig",
+    "LlamaGenGPT",
     "TensorARWrapper",
     "TensorInputEncoder",
     "TensorOutputDecoder",

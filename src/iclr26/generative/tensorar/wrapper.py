@@ -4,6 +4,9 @@ the slot-wise cross-entropy, and draft-refining generation with one body pass pe
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -15,6 +18,19 @@ from iclr26.generative.tensorar.model import (
     check_tokens_labels,
     sample_logits,
     train_loop,
+)
+from iclr26.generative.tensorar.pretrained import (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    HFCausalLMBase,
+    check_dtype,
+    check_source,
+    check_state_dict,
+    load_hf,
+    load_llamagen,
+    load_saved_base,
+    native_prefix,
+    save_base,
 )
 from iclr26.generative.tensorar.tensor import (
     DiscreteTensorNoiser,
@@ -71,6 +87,13 @@ class TensorARWrapper(nn.Module):
         torch.manual_seed(V.check_int(seed, "seed", low=0))
         self.base = base
         self.noiser = noiser
+        self.options = {
+            "k": self.k,
+            "encoder": encoder,
+            "encoder_heads": encoder_heads,
+            "decoder_hidden": decoder_hidden,
+        }
+        self.load_report = None  # set by from_pretrained: the key checks of what was loaded
         self.register_buffer("slot_weights", w)
         self.encoder = TensorInputEncoder(base.d, self.k, kind=encoder, heads=encoder_heads)
         self.decoder = TensorOutputDecoder(base.d, self.k, hidden=decoder_hidden)
@@ -86,7 +109,215 @@ class TensorARWrapper(nn.Module):
 
     def _added(self) -> list[nn.Parameter]:
         extra = [self.mask_emb] if self.mask_id is not None else []
+        if hasattr(self.base, "extra_parameters"):  # e.g. a pretrained base's PAD vector
+            extra += list(self.base.extra_parameters())
         return list(self.encoder.parameters()) + list(self.decoder.parameters()) + extra
+
+    def parameter_counts(self) -> dict:
+        """``{"base", "added", "added_fraction", "added_names"}``: parameters of the base model
+        and those TensorAR adds to it (encoder, decoder, mask / PAD embeddings)."""
+        added = {id(p) for p in self._added()}
+        names = [n for n, p in self.named_parameters() if id(p) in added]
+        n_added = sum(p.numel() for p in self._added())
+        n_base = sum(p.numel() for p in self.base.parameters() if id(p) not in added)
+        return {
+            "base": n_base,
+            "added": n_added,
+            "added_fraction": n_added / max(n_base, 1),
+            "added_names": names,
+        }
+
+    def _added_keys(self) -> list[str]:
+        """State-dict keys outside the base's own (natively saved) weights."""
+        own = "base." + native_prefix(self.base)
+        return [k for k in self.state_dict() if not k.startswith(own)]
+
+    def save_pretrained(self, folder) -> Path:
+        """Write the wrapped model to ``folder``: ``tensorar_config.json`` (k, encoder,
+        noiser, slot weights, how to rebuild the base), ``tensorar_weights.pt`` (what TensorAR
+        adds) and ``base/`` in the base's own format (Hugging Face ``save_pretrained``, a
+        LlamaGen ``{"model": state_dict}`` checkpoint with its config, or a
+        ``TinyARImageModel`` state dict). :meth:`from_pretrained` reads it back."""
+        if not isinstance(folder, str | Path):
+            raise TypeError(f"folder must be a path, got {type(folder).__name__}")
+        folder = Path(folder).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise FileExistsError(f"folder={str(folder)!r} exists and is not a folder")
+        desc = save_base(self.base, folder / "base")
+        nz = self.noiser
+        meta = {
+            "format": "tensorar",
+            "version": 1,
+            **self.options,
+            "base": desc,
+            "noiser": None
+            if nz is None
+            else {
+                "schedule": nz.schedule,
+                "kernel": nz.kernel,
+                "tau_max": nz.tau_max,
+                "lam": nz.lam,
+                "level": nz.level,
+            },
+            "slot_weights": self.slot_weights.tolist(),
+        }
+        state = self.state_dict()
+        torch.save({k: state[k] for k in self._added_keys()}, folder / WEIGHTS_FILE)
+        (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=1))
+        return folder
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        source,
+        k: int | None = None,
+        *,
+        format: str = "auto",
+        config=None,
+        seq_len: int | None = None,
+        vocab: int | None = None,
+        token_offset: int = 0,
+        class_token_ids=None,
+        strict: bool = True,
+        weights_only: bool = True,
+        dtype=None,
+        device=None,
+        encoder: str = "query",
+        noiser: DiscreteTensorNoiser | None = DEFAULT_NOISER,
+        encoder_heads: int = 4,
+        decoder_hidden: int | None = None,
+        slot_weights=None,
+        seed: int = 0,
+        **hf_kwargs,
+    ) -> TensorARWrapper:
+        """Wrap a pretrained AR image-token model with zero-initialised TensorAR parts (k=4 by
+        default), or load a wrapped model written by :meth:`save_pretrained`.
+
+        ``source`` (``format="auto"`` tells them apart):
+        - a Hugging Face causal LM: a local folder with ``config.json`` or a hub id, loaded
+          with ``AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **hf_kwargs)``;
+          ``seq_len`` (image tokens per sample) is required, and ``vocab``,
+          ``token_offset``, ``class_token_ids`` place the codebook and the condition in the
+          LM's vocabulary (see :class:`HFCausalLMBase`);
+        - a LlamaGen ``c2i`` checkpoint: a ``.pt`` / ``.pth`` / ``.bin`` / ``.safetensors``
+          file with the state dict (plain or under ``"model"`` / ``"module"`` /
+          ``"state_dict"``) and ``config`` (a :class:`LlamaGenConfig`, a dict or a JSON file
+          of its fields; a folder with ``llamagen_config.json`` beside the checkpoint needs
+          none). ``weights_only=False`` unpickles checkpoints that also store other objects;
+        - a folder written by :meth:`save_pretrained` (``k``, if given, must match it; the
+          other wrapper options are read from it).
+
+        Keys are matched strictly: missing, unexpected or wrongly shaped parameters raise
+        :class:`CheckpointMismatchError` naming them (``strict=False`` loads the rest and
+        records them in ``load_report``). ``dtype`` (a floating torch dtype or its name;
+        ``"auto"`` for a Hugging Face checkpoint's own) applies to the base and the added
+        parts; ``device`` moves the loaded model. The added parameters are reported by
+        :meth:`parameter_counts`."""
+        k_given = None if k is None else V.check_int(k, "k", low=1)
+        V.check_bool(strict, "strict")
+        V.check_bool(weights_only, "weights_only")
+        dtype = check_dtype(dtype)
+        fmt = check_source(source, format)
+        hf_only = {
+            "seq_len": seq_len,
+            "vocab": vocab,
+            "class_token_ids": class_token_ids,
+            "token_offset": token_offset or None,
+        }
+        if fmt != "hf":
+            given = [name for name, value in hf_only.items() if value is not None]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} only apply to a Hugging Face model; a {fmt} source "
+                    "sets them itself"
+                )
+        if fmt != "llamagen" and config is not None:
+            raise ValueError("config only applies to a LlamaGen checkpoint")
+        if fmt == "tensorar":
+            chosen = {
+                "encoder": encoder != "query",
+                "noiser": noiser is not DEFAULT_NOISER,
+                "encoder_heads": encoder_heads != 4,
+                "decoder_hidden": decoder_hidden is not None,
+                "slot_weights": slot_weights is not None,
+                "seed": seed != 0,
+            }
+            if any(chosen.values()):
+                raise ValueError(
+                    f"{', '.join(n for n, c in chosen.items() if c)}: a saved TensorAR model "
+                    "keeps its own options; build a new wrapper around its base to change them"
+                )
+            tar = cls._load_saved(Path(source).expanduser(), k_given, strict, dtype, hf_kwargs)
+        else:
+            if fmt == "hf":
+                if seq_len is None:
+                    raise ValueError(
+                        "seq_len (image tokens per sample) is required for a Hugging Face model"
+                    )
+                V.check_int(seq_len, "seq_len", low=1)
+                model, report = load_hf(str(source), strict, dtype, **hf_kwargs)
+                base = HFCausalLMBase(model, seq_len, vocab, token_offset, class_token_ids)
+            else:
+                if hf_kwargs:
+                    raise TypeError(
+                        f"unexpected arguments for a LlamaGen checkpoint: "
+                        f"{', '.join(sorted(hf_kwargs))}"
+                    )
+                base, report = load_llamagen(
+                    Path(source).expanduser(), config, strict, weights_only
+                )
+                if dtype not in (None, "auto"):
+                    base.to(dtype)
+            tar = cls(
+                base,
+                k=4 if k_given is None else k_given,
+                encoder=encoder,
+                noiser=noiser,
+                encoder_heads=encoder_heads,
+                decoder_hidden=decoder_hidden,
+                slot_weights=slot_weights,
+                seed=seed,
+            )
+            tar._match_base_dtype()
+            tar.load_report = {"base": report}
+        if device is not None:
+            tar.to(device)
+        return tar.eval()
+
+    def _match_base_dtype(self) -> None:
+        """Put the added parts on the device and in the float dtype of the base weights."""
+        ref = next(p for p in self.base.parameters() if p.is_floating_point())
+        self.encoder.to(ref.device, ref.dtype)
+        self.decoder.to(ref.device, ref.dtype)
+        self.slot_weights = self.slot_weights.to(ref.device)
+        if self.mask_id is not None:
+            self.mask_emb.data = self.mask_emb.data.to(ref.device, ref.dtype)
+
+    @classmethod
+    def _load_saved(cls, folder: Path, k, strict, dtype, hf_kwargs) -> TensorARWrapper:
+        meta = json.loads((folder / CONFIG_FILE).read_text())
+        if meta.get("format") != "tensorar":
+            raise ValueError(f"source={str(folder)!r}: {CONFIG_FILE} is not a TensorAR config")
+        if k is not None and k != meta["k"]:
+            raise ValueError(f"k={k} differs from the saved model's k={meta['k']}")
+        base, base_report = load_saved_base(
+            folder / "base", meta["base"], strict, dtype, **hf_kwargs
+        )
+        nz = meta["noiser"]
+        tar = cls(
+            base,
+            k=meta["k"],
+            encoder=meta["encoder"],
+            noiser=None if nz is None else DiscreteTensorNoiser(**nz),
+            encoder_heads=meta["encoder_heads"],
+            decoder_hidden=meta["decoder_hidden"],
+            slot_weights=meta["slot_weights"],
+        )
+        tar._match_base_dtype()
+        added = torch.load(folder / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+        report = check_state_dict(tar, added, WEIGHTS_FILE, strict, keys=set(tar._added_keys()))
+        tar.load_report = {"base": base_report, "added": report}
+        return tar
 
     def _embed_windows(self, labels, windows, start: int = 0):
         e0 = self.base.embed(labels, windows[..., 0], start=start)
@@ -165,8 +396,9 @@ class TensorARWrapper(nn.Module):
         class_dropout = V.check_probability(class_dropout, "class_dropout")
         seed = V.check_int(seed, "seed", low=0)
         params = self._added()
-        if train_base:
-            params += list(b.parameters())
+        if train_base:  # the base's own parameters (a pretrained base's PAD vector is added)
+            added = {id(p) for p in params}
+            params += [p for p in b.parameters() if id(p) not in added]
 
         dev = b.pos_emb.device if hasattr(b, "pos_emb") else next(b.parameters()).device
         x, y = x.to(dev), y.to(dev)

@@ -16,16 +16,50 @@ from torch import nn
 from iclr26 import validation as V
 
 
-class PatchEmbed(nn.Module):
-    """Non-overlapping ``patch`` x ``patch`` convolution: (B, C, H, W) -> (B, N, D)."""
+def conv_stem(patch_size: int, in_chans: int, embed_dim: int) -> nn.Sequential:
+    """A convolutional stem with the output grid of a ``patch_size`` patchify (Xiao et al.,
+    "Early convolutions help transformers see better", 2021): ``log2(patch_size)`` 3x3
+    stride-2 convolutions, each followed by batch norm and ReLU, with the channel count doubling
+    up to ``embed_dim``, then a 1x1 convolution to ``embed_dim``."""
+    k = patch_size.bit_length() - 1
+    if patch_size < 2 or 1 << k != patch_size:
+        raise ValueError(f"stem='conv' needs a patch size that is a power of 2, got {patch_size}")
+    if embed_dim % (1 << (k - 1)):
+        raise ValueError(
+            f"stem='conv' needs dim divisible by {1 << (k - 1)} (patch {patch_size}), got {embed_dim}"
+        )
+    layers: list[nn.Module] = []
+    c_in = in_chans
+    for i in range(k):
+        c_out = embed_dim >> (k - 1 - i)
+        layers += [
+            nn.Conv2d(c_in, c_out, 3, stride=2, padding=1, bias=False),
+            nn.BatchNorm2d(c_out),
+            nn.ReLU(inplace=True),
+        ]
+        c_in = c_out
+    layers.append(nn.Conv2d(c_in, embed_dim, 1))
+    return nn.Sequential(*layers)
 
-    def __init__(self, img_size: int, patch_size: int, in_chans: int, embed_dim: int):
+
+class PatchEmbed(nn.Module):
+    """(B, C, H, W) -> (B, N, D) on a ``patch`` x ``patch`` grid: a non-overlapping
+    ``patch`` x ``patch`` convolution (``stem="patch"``, timm's) or :func:`conv_stem`
+    (``stem="conv"``)."""
+
+    def __init__(
+        self, img_size: int, patch_size: int, in_chans: int, embed_dim: int, stem: str = "patch"
+    ):
         super().__init__()
         self.img_size = (img_size, img_size)
         self.patch_size = (patch_size, patch_size)
         self.grid_size = (img_size // patch_size, img_size // patch_size)
         self.num_patches = self.grid_size[0] * self.grid_size[1]
-        self.proj = nn.Conv2d(in_chans, embed_dim, patch_size, stride=patch_size)
+        self.stem = stem
+        if stem == "conv":
+            self.proj = conv_stem(patch_size, in_chans, embed_dim)
+        else:
+            self.proj = nn.Conv2d(in_chans, embed_dim, patch_size, stride=patch_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(x).flatten(2).transpose(1, 2)
@@ -110,6 +144,7 @@ class TinyViT(nn.Module):
         in_chans: int = 3,
         num_classes: int = 0,
         global_pool: str = "token",
+        stem: str = "patch",
     ):
         super().__init__()
         img_size = V.check_int(img_size, "img_size", low=1)
@@ -126,9 +161,10 @@ class TinyViT(nn.Module):
         in_chans = V.check_int(in_chans, "in_chans", low=1)
         num_classes = V.check_int(num_classes, "num_classes", low=0)
         self.global_pool = V.check_choice(global_pool, "global_pool", ("token", "avg"))
+        stem = V.check_choice(stem, "stem", ("patch", "conv"))
         self.embed_dim = self.num_features = dim
         self.num_classes = num_classes
-        self.patch_embed = PatchEmbed(img_size, patch, in_chans, dim)
+        self.patch_embed = PatchEmbed(img_size, patch, in_chans, dim, stem)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.reg_token = nn.Parameter(torch.zeros(1, n_reg, dim)) if n_reg else None
         self.num_reg_tokens = n_reg

@@ -1,6 +1,6 @@
-"""∂lift (DiffLift): differentiable lifting of graphs to cell complexes and hypergraphs for
-topological neural networks (node embeddings by GIN or GPS), for graph and node
-classification, with the static liftings it replaces and the node-level baselines DCM and
+"""∂lift (DiffLift): differentiable lifting of graphs to cell complexes, simplicial complexes
+and hypergraphs for topological neural networks (node embeddings by GIN or GPS), for graph and
+node classification, with the static liftings it replaces and the node-level baselines DCM and
 DGM."""
 
 from .dcm import DCM, DCMComplex, entmax15, induced_cycles
@@ -19,11 +19,13 @@ from .graphs import (
 )
 from .lifting import (
     CELL_CANDIDATES,
+    DOMAINS,
     STATIC_LIFTINGS,
     AcceptanceHead,
     CellLifter,
     HypergraphLifter,
     LiftedComplex,
+    SimplicialLifter,
     gumbel_size_mask,
     lift_static,
     straight_through,
@@ -43,9 +45,11 @@ from .models import (
     train_graph_classifier,
     train_node_classifier,
 )
+from .simplicial import SCNLite, hodge_operators
 
 __all__ = [
     "CELL_CANDIDATES",
+    "DOMAINS",
     "STATIC_LIFTINGS",
     "SKLEARN_EXPECTED_FAILED_CHECKS",
     "AcceptanceHead",
@@ -66,6 +70,8 @@ __all__ = [
     "GraphData",
     "HypergraphLifter",
     "LiftedComplex",
+    "SCNLite",
+    "SimplicialLifter",
     "StaticLiftNet",
     "UniGCNLite",
     "accuracy",
@@ -74,6 +80,7 @@ __all__ = [
     "from_networkx",
     "gumbel_size_mask",
     "gumbel_topk_neighbours",
+    "hodge_operators",
     "induced_cycles",
     "karate_club",
     "lift_static",

@@ -40,7 +40,9 @@ __all__ = [
     "STATIC_LIFTINGS",
     "CELL_CANDIDATES",
     "CellLifter",
+    "SimplicialLifter",
     "HypergraphLifter",
+    "DOMAINS",
 ]
 
 CELL_CANDIDATES = ("cycles", "triangles")
@@ -49,7 +51,10 @@ _DENSE_TRIANGLES_MAX = 3000  # nodes per graph up to which triangles come from a
 STATIC_LIFTINGS = {
     "cell": ("cycle", "clique", "none"),
     "hypergraph": ("khop", "knn", "clique"),
+    "simplicial": ("clique", "none"),
 }
+DOMAINS = tuple(STATIC_LIFTINGS)
+_CELL_LIKE = ("cell", "simplicial")  # domains whose 2-cells hang on a boundary of 1-cells
 
 
 def straight_through(p: torch.Tensor, hard: torch.Tensor) -> torch.Tensor:
@@ -87,7 +92,9 @@ def _decide(p: torch.Tensor, stochastic: bool, generator: torch.Generator | None
 
 @dataclass
 class LiftedComplex:
-    """A batch lifted to a cell complex (``domain="cell"``) or a hypergraph."""
+    """A batch lifted to a cell complex (``domain="cell"``), a simplicial complex
+    (``domain="simplicial"``: the 2-cells are triangles ``[a, b, c]``, ``a < b < c``, the
+    2-simplices of a clique complex) or a hypergraph."""
 
     domain: str
     n_nodes: int
@@ -115,13 +122,13 @@ class LiftedComplex:
 
     @property
     def n_cells(self) -> int:
-        if self.domain == "cell":
+        if self.domain in _CELL_LIKE:
             return 0 if self.cell_w is None else int(self.cell_w.shape[0])
         return 0 if self.he_batch is None else int(self.he_batch.shape[0])
 
     def accepted_cells(self) -> list[list[int]]:
-        """Node lists of the accepted 2-cells (cell domain) or hyperedges (hypergraph)."""
-        if self.domain == "cell":
+        """Node lists of the accepted 2-cells (cell and simplicial domains) or hyperedges."""
+        if self.domain in _CELL_LIKE:
             w = self.cell_w.detach() if self.cell_w is not None else torch.zeros(0)
             return [c for c, wi in zip(self.cells, w.tolist()) if wi > 0.5]
         out: dict[int, list[int]] = {}
@@ -133,28 +140,96 @@ class LiftedComplex:
     def accepted_edges(self) -> torch.Tensor:
         return self.edges[self.edge_w.detach() > 0.5]
 
-    def boundary_matrices(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Dense unsigned ``B1 [n, E]`` and ``B2 [E, C]`` (cell domain) or incidence
-        ``H [n, n_hyperedges]`` and an empty matrix (hypergraph), weighted as in message passing."""
+    def boundary_matrices(
+        self, *, signed: bool = False, weighted: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Dense ``B1 [n, E]`` and ``B2 [E, C]`` (cell and simplicial domains) or incidence
+        ``H [n, n_hyperedges]`` and an empty matrix (hypergraph), weighted as in message passing
+        (``weighted=False``: the bare 0/±1 entries of every candidate).
+
+        ``signed=True`` (cell and simplicial domains) orients each edge ``(u, v)``, ``u < v``,
+        from ``u`` to ``v`` (``B1[u, e] = −1``, ``B1[v, e] = +1``) and each 2-cell by the order of
+        its node list: ``B2[e, c] = ±1`` as the cell's boundary walk traverses ``e`` along or
+        against it. For a triangle ``[a, b, c]`` this is ``∂[a,b,c] = [b,c] − [a,c] + [a,b]``, and
+        ``B1 @ B2 = 0`` (a boundary has no boundary)."""
+        signed = V.check_bool(signed, "signed")
+        weighted = V.check_bool(weighted, "weighted")
         n, E = self.n_nodes, self.edges.shape[0]
+        ew = self.edge_w.detach() if weighted else torch.ones(E)
         B1 = torch.zeros(n, E)
         ar = torch.arange(E)
         if E:
-            B1[self.edges[:, 0], ar] = self.edge_w.detach()
-            B1[self.edges[:, 1], ar] = self.edge_w.detach()
-        if self.domain == "cell":
+            B1[self.edges[:, 0], ar] = -ew if signed else ew
+            B1[self.edges[:, 1], ar] = ew
+        if self.domain in _CELL_LIKE:
             B2 = torch.zeros(E, self.n_cells)
             if self.cell_of is not None and self.cell_of.numel():
-                B2[self.edge_of, self.cell_of] = self.cell_w.detach()[self.cell_of]
+                cw = self.cell_w.detach() if weighted else torch.ones(self.n_cells)
+                val = cw[self.cell_of]
+                if signed:
+                    val = val * self._walk_signs()
+                B2[self.edge_of, self.cell_of] = val
             return B1, B2
+        if signed:
+            raise ValueError("signed: a hypergraph has no oriented boundary (cell domains only)")
         H = torch.zeros(n, self.n_cells)
         if self.he_of is not None and self.he_of.numel():
-            H[self.node_of, self.he_of] = self.member_w.detach()
+            H[self.node_of, self.he_of] = self.member_w.detach() if weighted else 1.0
         return H, torch.zeros(0, 0)
+
+    def _walk_signs(self) -> torch.Tensor:
+        """+1 where a 2-cell's boundary walk (its node list, closed) runs along the edge's
+        orientation (smaller node to larger), −1 against it; one per ``(cell_of, edge_of)`` pair,
+        in the order :func:`_cells_from_cycles` lists them."""
+        signs = []
+        for c in self.cells:
+            signs += [1.0 if a < b else -1.0 for a, b in zip(c, c[1:] + c[:1])]
+        return torch.tensor(signs)
+
+    def to_plain(self, graph: int = 0) -> dict:
+        """Graph ``graph`` of the batch as a plain, library-free record (the ``toponetx`` export
+        target is not built): ``{"domain", "n_nodes", "edges": [[u, v], …] (accepted, u < v),
+        "cells": [[…], …] (accepted 2-cells or triangles; hyperedges for a hypergraph),
+        "B1", "B2"}`` with node ids local to that graph; ``B1 [n, E]`` and ``B2 [E, C]`` are the
+        signed boundary matrices of the accepted cells as numpy arrays (cell and simplicial
+        domains; ``B2`` is ``None`` for a hypergraph, ``B1`` its node-hyperedge incidence)."""
+        g = self.to_networkx(graph)
+        edges = sorted(tuple(sorted(e)) for e in g.edges)
+        cells = g.graph["cells"]
+        n = g.number_of_nodes()
+        if self.domain not in _CELL_LIKE:
+            H = np.zeros((n, len(cells)))
+            for j, c in enumerate(cells):
+                H[c, j] = 1.0
+            return {
+                "domain": self.domain,
+                "n_nodes": n,
+                "edges": [list(e) for e in edges],
+                "cells": cells,
+                "B1": H,
+                "B2": None,
+            }
+        edge_id = {e: i for i, e in enumerate(edges)}
+        B1 = np.zeros((n, len(edges)))
+        for i, (a, b) in enumerate(edges):
+            B1[a, i], B1[b, i] = -1.0, 1.0
+        B2 = np.zeros((len(edges), len(cells)))
+        for j, c in enumerate(cells):
+            for a, b in zip(c, c[1:] + c[:1]):
+                B2[edge_id[(min(a, b), max(a, b))], j] = 1.0 if a < b else -1.0
+        return {
+            "domain": self.domain,
+            "n_nodes": n,
+            "edges": [list(e) for e in edges],
+            "cells": cells,
+            "B1": B1,
+            "B2": B2,
+        }
 
     def to_networkx(self, graph: int = 0) -> nx.Graph:
         """The accepted 1-skeleton of graph ``graph`` of the batch, with its accepted 2-cells
         (or hyperedges) in ``G.graph["cells"]`` (node ids local to that graph)."""
+        graph = V.check_int(graph, "graph", low=0)
         nodes = torch.nonzero(self.node_batch == graph).flatten()
         if nodes.numel() == 0:
             raise ValueError(f"graph: index {graph} is not in this batch")
@@ -286,11 +361,13 @@ def lift_static(
     Cell domain (input edges are the 1-cells): ``"cycle"`` — a cycle basis of each graph (cycles
     longer than ``max_cycle_len`` dropped) as 2-cells; ``"clique"`` — every triangle inside a
     maximal clique of size ≥ 3; ``"none"`` — the 1-skeleton only.
+    Simplicial domain (the 2-skeleton of the clique complex): ``"clique"`` — every triangle as
+    a 2-simplex; ``"none"`` — the 1-skeleton only.
     Hypergraph domain: ``"khop"`` — one hyperedge per node, its closed 1-hop neighbourhood;
     ``"knn"`` — the node and its ``k`` nearest neighbours in *input feature* space (within its
     graph); ``"clique"`` — each maximal clique of size ≥ 3. Identical hyperedges are merged."""
     batch = _check_batch(batch)
-    domain = V.check_choice(domain, "domain", ("cell", "hypergraph"))
+    domain = V.check_choice(domain, "domain", DOMAINS)
     kind = V.check_choice(kind, "kind", STATIC_LIFTINGS[domain])
     k = V.check_int(k, "k", low=1)
     max_cycle_len = V.check_int(max_cycle_len, "max_cycle_len", low=3)
@@ -307,7 +384,7 @@ def lift_static(
     ptr = batch.ptr.tolist()
     e_np = edges.numpy()
     eb = batch.edge_batch.numpy()
-    if domain == "cell":
+    if domain in _CELL_LIKE:
         if kind == "none":
             per = []
         else:
@@ -493,6 +570,40 @@ class CellLifter(nn.Module):
             "candidate_cells": C,
             "accepted_cells": int((lc.cell_w.detach() > 0.5).sum()),
         }
+        return lc
+
+
+class SimplicialLifter(CellLifter):
+    """∂lift for simplicial complexes: the 1-simplices are built as in :class:`CellLifter` (input
+    edges kept, k-NN edges in embedding space proposed and accepted by the edge head); the
+    candidate 2-simplices are all triangles of the resulting 1-skeleton (the 2-simplices of its
+    clique complex), each accepted by the cell head on its nodes' mean embedding. A triangle
+    is a candidate only when its three edges are accepted, so the complex is closed under
+    faces. Returns a :class:`LiftedComplex` with ``domain="simplicial"``."""
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        sharpen: float = 10.0,
+        stochastic: bool = True,
+        learn_edges: bool = True,
+        knn_edges: int = 3,
+        accept_bias: float = 0.0,
+    ):
+        super().__init__(
+            dim,
+            sharpen=sharpen,
+            stochastic=stochastic,
+            learn_edges=learn_edges,
+            knn_edges=knn_edges,
+            accept_bias=accept_bias,
+            cell_candidates="triangles",
+        )
+
+    def forward(self, batch: GraphBatch, z: torch.Tensor, generator=None) -> LiftedComplex:
+        lc = super().forward(batch, z, generator)
+        lc.domain = "simplicial"
         return lc
 
 

@@ -15,10 +15,13 @@ from iclr26 import validation as V
 from .gps import make_embedder
 from .graphs import GraphBatch, GraphData, _as_graph, collate
 from .lifting import (
+    CELL_CANDIDATES,
+    DOMAINS,
     STATIC_LIFTINGS,
     CellLifter,
     HypergraphLifter,
     LiftedComplex,
+    SimplicialLifter,
     lift_static,
 )
 
@@ -309,6 +312,10 @@ class UniGCNLite(nn.Module):
 
 
 def _tnn(domain, hidden, n_classes, layers, dropout, task="graph"):
+    if domain == "simplicial":
+        from .simplicial import SCNLite  # imports this module
+
+        return SCNLite(hidden, n_classes, layers=layers, dropout=dropout, task=task)
     if domain == "cell":
         # one large graph: mean messages (sums grow with the degree at every layer)
         agg = "mean" if task == "node" else "sum"
@@ -345,8 +352,9 @@ class _GraphModel(nn.Module):
 class DiffLift(_GraphModel):
     """∂lift end to end: node embedder (``gnn="gin"``: :class:`GINEmbedder`; ``"gps"``:
     :class:`GPSEmbedder`, whose positional encoding is the last ``pe_steps`` feature columns,
-    the RWSE) → learned lifting (cell complex or hypergraph) →
-    ``CWNLite`` / ``UniGCNLite`` → class logits, trained jointly on the task loss only.
+    the RWSE) → learned lifting (cell complex, simplicial complex or hypergraph) →
+    ``CWNLite`` / ``SCNLite`` / ``UniGCNLite`` → class logits, trained jointly on the task loss
+    only.
 
     ``in_dim`` is the width of node features with the RWSE appended. ``stochastic=True`` samples
     acceptance as Bernoulli(p) during training (the paper); evaluation always thresholds at 0.5
@@ -354,7 +362,8 @@ class DiffLift(_GraphModel):
     one row of logits per graph, ``task="node"`` one per node (node classification: the lifting
     is the same, the TNN starts from the encoded input features instead of the embeddings, and
     the readout keeps the nodes). ``cell_candidates`` (cell domain): ``"cycles"``
-    (basis cycles) or ``"triangles"`` of the 1-skeleton as candidate 2-cells."""
+    (basis cycles, the default) or ``"triangles"`` of the 1-skeleton as candidate 2-cells; the
+    simplicial domain (:class:`SimplicialLifter`) always proposes the triangles."""
 
     def __init__(
         self,
@@ -376,15 +385,31 @@ class DiffLift(_GraphModel):
         dropout: float = 0.5,
         accept_bias: float = 0.0,
         task: str = "graph",
-        cell_candidates: str = "cycles",
+        cell_candidates: str | None = None,
     ):
         super().__init__()
-        self.domain = V.check_choice(domain, "domain", ("cell", "hypergraph"))
+        self.domain = V.check_choice(domain, "domain", DOMAINS)
         self.in_dim = V.check_int(in_dim, "in_dim", low=1)
         self.task = V.check_choice(task, "task", TASKS)
         hidden = V.check_int(hidden, "hidden", low=1)
         self.embedder = make_embedder(gnn, in_dim, hidden, gnn_layers, pe_steps)
-        if self.domain == "cell":
+        if cell_candidates is not None:
+            cell_candidates = V.check_choice(cell_candidates, "cell_candidates", CELL_CANDIDATES)
+        if self.domain == "simplicial":
+            if cell_candidates not in (None, "triangles"):
+                raise ValueError(
+                    "cell_candidates: the simplicial domain's candidate 2-simplices are the "
+                    f"triangles, got {cell_candidates!r}"
+                )
+            self.lifter = SimplicialLifter(
+                hidden,
+                sharpen=sharpen,
+                stochastic=stochastic,
+                learn_edges=learn_edges,
+                knn_edges=knn_edges,
+                accept_bias=accept_bias,
+            )
+        elif self.domain == "cell":
             self.lifter = CellLifter(
                 hidden,
                 sharpen=sharpen,
@@ -393,7 +418,7 @@ class DiffLift(_GraphModel):
                 knn_edges=knn_edges,
                 max_cycle_len=max_cycle_len,
                 accept_bias=accept_bias,
-                cell_candidates=cell_candidates,
+                cell_candidates=cell_candidates or "cycles",
             )
         else:
             self.lifter = HypergraphLifter(
@@ -443,7 +468,7 @@ class StaticLiftNet(_GraphModel):
         task: str = "graph",
     ):
         super().__init__()
-        self.domain = V.check_choice(domain, "domain", ("cell", "hypergraph"))
+        self.domain = V.check_choice(domain, "domain", DOMAINS)
         self.lifting = V.check_choice(lifting, "lifting", STATIC_LIFTINGS[self.domain])
         self.in_dim = V.check_int(in_dim, "in_dim", low=1)
         self.task = V.check_choice(task, "task", TASKS)
@@ -594,7 +619,8 @@ class DiffLiftClassifier(ClassifierMixin, BaseEstimator):
     """scikit-learn-style graph classifier: ``fit(graphs, y)`` on a list of ``networkx.Graph``
     (node attribute ``x``) or :class:`GraphData`, ``predict`` / ``predict_proba`` / ``score``.
     ``lifting="learned"`` is ∂lift; a static lifting name gives the baseline with the same
-    networks; ``"none"`` with ``domain="cell"`` is the 1-skeleton only.
+    networks; ``"none"`` with ``domain="cell"`` or ``"simplicial"`` is the 1-skeleton only;
+    ``domain="simplicial"`` lifts to the clique complex's triangles and runs :class:`SCNLite`.
 
     X is a list of graphs, not a matrix, so ``check_estimator``'s array-based checks do not
     apply (see ``SKLEARN_EXPECTED_FAILED_CHECKS``); ``clone``, ``get_params`` and ``score`` do."""
@@ -637,7 +663,7 @@ class DiffLiftClassifier(ClassifierMixin, BaseEstimator):
         return gs, y
 
     def fit(self, graphs, y=None):
-        domain = V.check_choice(self.domain, "domain", ("cell", "hypergraph"))
+        domain = V.check_choice(self.domain, "domain", DOMAINS)
         V.check_choice(self.lifting, "lifting", ("learned",) + STATIC_LIFTINGS[domain])
         gs, y = self._graphs_and_labels(graphs, y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -764,7 +790,7 @@ class DiffLiftNodeClassifier(ClassifierMixin, BaseEstimator):
     convention; or pass ``train_mask``); ``predict(graph)`` / ``predict_proba(graph)`` give every
     node's label / class probabilities; ``score(graph, y)`` is the accuracy over the labelled
     nodes. ``lifting="learned"`` is ∂lift with ``task="node"``; a static lifting name (or
-    ``"none"`` in the cell domain) gives the baseline with the same networks; ``"gnn"`` the
+    ``"none"`` in the cell and simplicial domains) gives the baseline with the same networks; ``"gnn"`` the
     embedder alone. ``cell_candidates`` as in :class:`DiffLift`."""
 
     def __init__(
@@ -792,7 +818,7 @@ class DiffLiftNodeClassifier(ClassifierMixin, BaseEstimator):
         self.cell_candidates = cell_candidates
 
     def fit(self, graph, y, train_mask=None):
-        domain = V.check_choice(self.domain, "domain", ("cell", "hypergraph"))
+        domain = V.check_choice(self.domain, "domain", DOMAINS)
         lifting = V.check_choice(
             self.lifting, "lifting", ("learned", "gnn") + STATIC_LIFTINGS[domain]
         )

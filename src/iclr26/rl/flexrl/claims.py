@@ -40,7 +40,9 @@ def settings(ctx: Context) -> dict:
     return ctx.pick(
         smoke=dict(corpus=8, batch=4, steps=1, warmup=0, workers=2, scaling=()),
         quick=dict(corpus=64, batch=16, steps=3, warmup=1, workers=2, scaling=(1, 2)),
-        full=dict(corpus=256, batch=128, steps=20, warmup=1, workers=4, scaling=(1, 2, 4)),
+        full=dict(
+            corpus=256, batch=128, steps=20, warmup=1, workers=4, scaling=(1, 2, 4), ablation=True
+        ),
     )
 
 

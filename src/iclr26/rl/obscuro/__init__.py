@@ -1,7 +1,8 @@
 """Obscuro: imperfect-information search without common knowledge (knowledge-limited subgames,
 one-sided GT-CFR with PCFR+) for Fog-of-War chess, on a python-chess rules engine, with a
 PettingZoo environment, Kuhn and Leduc poker for exact exploitability, baseline agents and a
-match runner."""
+match runner. ``FoWChessGymEnv`` (registered as ``iclr26/FoWChess-v0``) is the single-agent
+Gymnasium view against a fixed opponent."""
 
 from .agents import (
     Agent,
@@ -16,7 +17,7 @@ from .agents import (
     play_game,
     play_match,
 )
-from .env import FoWChessEnv, fow_chess_env
+from .env import FoWChessEnv, FoWChessGymEnv, fow_chess_env
 from .evaluate import CachedEval, king_capture_aware, make_evaluator, material_pst_eval
 from .fow_chess import (
     BeliefOverflowError,
@@ -51,6 +52,7 @@ __all__ = [
     "BeliefState",
     "CachedEval",
     "FoWChessEnv",
+    "FoWChessGymEnv",
     "FoWSubgame",
     "FogOfWarChess",
     "GameRecord",

@@ -4,22 +4,40 @@ Agents ``player_0`` (white) and ``player_1`` (black) observe a dict: ``observati
 player's fog view as (8, 8, 14) planes (12 piece planes, unseen, to-move; channels last as
 in PettingZoo's chess), and ``action_mask`` over the 4672-move AlphaZero encoding. The step's
 ``info`` holds the UCI of the legal moves. Reward +1 / -1 for the king capture (or material
-adjudication at the ply cap), 0 for a draw."""
+adjudication at the ply cap), 0 for a draw.
+
+:class:`FoWChessEnv` is the raw environment: it also takes a UCI string as the action and
+raises :class:`IllegalMoveError` for a move that is not legal. :func:`fow_chess_env` wraps it
+the way PettingZoo wraps its classic games (an illegal action ends the game with reward -1
+for the player who chose it, out-of-range actions are refused, the call order is enforced)."""
 
 from __future__ import annotations
 
 import chess
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
 
 from iclr26 import validation as V
 
-from .fow_chess import N_ACTIONS, FogOfWarChess, IllegalMoveError, decode_move, encode_move
+from .fow_chess import (
+    N_ACTIONS,
+    FogOfWarChess,
+    IllegalMoveError,
+    _as_move,
+    decode_move,
+    encode_move,
+)
 
 
 class FoWChessEnv(AECEnv):
-    metadata = {"render_modes": ["ansi"], "name": "fow_chess_v0", "is_parallelizable": False}
+    metadata = {
+        "render_modes": ["human", "ansi"],
+        "name": "fow_chess_v0",
+        "is_parallelizable": False,
+    }
 
     def __init__(
         self, fen: str | None = None, max_plies: int | None = 300, render_mode: str | None = None
@@ -29,7 +47,7 @@ class FoWChessEnv(AECEnv):
         FogOfWarChess(fen)  # validate the FEN now
         self.max_plies = V.check_int(max_plies, "max_plies", low=1, allow_none=True)
         if render_mode is not None:
-            V.check_choice(render_mode, "render_mode", ("ansi",))
+            V.check_choice(render_mode, "render_mode", tuple(self.metadata["render_modes"]))
         self.render_mode = render_mode
         self.possible_agents = ["player_0", "player_1"]
         self._color = {"player_0": chess.WHITE, "player_1": chess.BLACK}
@@ -84,9 +102,7 @@ class FoWChessEnv(AECEnv):
             self._was_dead_step(action)
             return
         if isinstance(action, str):
-            move = chess.Move.from_uci(action) if len(action) in (4, 5) else None
-            if move is None:
-                raise IllegalMoveError(f"action {action!r} is not a UCI move")
+            move = _as_move(action, "action")
         else:
             index = V.check_int(action, "action", low=0, high=N_ACTIONS - 1)
             move = decode_move(index, self._color[agent], self.game.board)
@@ -104,14 +120,131 @@ class FoWChessEnv(AECEnv):
         self._set_info()
 
     def render(self):
+        """The true board (``"ansi"`` returns it, ``"human"`` prints it)."""
         if self.render_mode == "ansi":
             return str(self.game.board)
+        if self.render_mode == "human":
+            print(self.game.board, end="\n\n")
         return None
 
     def close(self) -> None:
         pass
 
 
-def fow_chess_env(**kwargs) -> FoWChessEnv:
-    """A :class:`FoWChessEnv` (keyword arguments passed through)."""
-    return FoWChessEnv(**kwargs)
+def fow_chess_env(illegal_reward: float = -1.0, **kwargs) -> AECEnv:
+    """A :class:`FoWChessEnv` (keyword arguments passed through) inside PettingZoo's standard
+    wrappers for classic games: an illegal action ends the game with ``illegal_reward`` for the
+    player who chose it, an action outside the action space is refused, and ``reset`` must come
+    first. Integer actions only; the raw env also takes UCI strings."""
+    illegal_reward = V.check_scalar(illegal_reward, "illegal_reward")
+    env = wrappers.TerminateIllegalWrapper(FoWChessEnv(**kwargs), illegal_reward=illegal_reward)
+    env = wrappers.AssertOutOfBoundsWrapper(env)
+    return wrappers.OrderEnforcingWrapper(env)
+
+
+class FoWChessGymEnv(gym.Env):
+    """Single-agent Gymnasium view of FoW chess: the learner plays ``color`` against a fixed
+    ``opponent`` agent (an :class:`~iclr26.rl.obscuro.agents.Agent`, a name such as
+    ``"random"`` or ``(name, kwargs)``). Observation and action are those of
+    :class:`FoWChessEnv`; an illegal action ends the episode with ``illegal_reward``, the ply
+    cap truncates it (reward by material adjudication). ``reset(seed=...)`` reseeds the
+    opponent, so episodes are reproducible."""
+
+    metadata = {"render_modes": ["human", "ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        opponent="random",
+        color: bool = chess.WHITE,
+        fen: str | None = None,
+        max_plies: int | None = 300,
+        illegal_reward: float = -1.0,
+        render_mode: str | None = None,
+    ) -> None:
+        from .agents import make_agent
+
+        self.opponent = make_agent(opponent)
+        self.color = V.check_bool(color, "color")
+        self.fen = fen
+        FogOfWarChess(fen)  # validate the FEN now
+        self.max_plies = V.check_int(max_plies, "max_plies", low=1, allow_none=True)
+        self.illegal_reward = V.check_scalar(illegal_reward, "illegal_reward")
+        if render_mode is not None:
+            V.check_choice(render_mode, "render_mode", tuple(self.metadata["render_modes"]))
+        self.render_mode = render_mode
+        self.observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0, 1, (8, 8, 14), dtype=bool),
+                "action_mask": spaces.Box(0, 1, (N_ACTIONS,), dtype=np.int8),
+            }
+        )
+        self.action_space = spaces.Discrete(N_ACTIONS)
+        self.game: FogOfWarChess | None = None
+
+    def _obs(self) -> dict:
+        planes = self.game.observation(self.color).planes()
+        mask = np.zeros(N_ACTIONS, dtype=np.int8)
+        if self.game.turn == self.color:
+            for m in self.game.legal_moves():
+                mask[encode_move(m, self.color)] = 1
+        return {"observation": np.moveaxis(planes, 0, -1).astype(bool), "action_mask": mask}
+
+    def _info(self) -> dict:
+        legal = self.game.legal_moves() if self.game.turn == self.color else []
+        return {"legal_moves": [m.uci() for m in legal], "termination": self.game.termination}
+
+    def _reward(self) -> float:
+        winner = self.game.winner()
+        return 0.0 if winner is None else (1.0 if winner == self.color else -1.0)
+
+    def _opponent_move(self) -> None:
+        move = self.opponent.act(self.game.observation(not self.color), self.game.legal_moves())
+        self.game.step(move)
+        if not self.game.is_over():
+            self.opponent.observe(self.game.observation(not self.color), move)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.opponent.seed = V.check_int(seed, "seed", low=0)
+        self.game = FogOfWarChess(self.fen, max_plies=self.max_plies)
+        self.opponent.reset(not self.color, self.fen)
+        if self.game.turn != self.color and not self.game.is_over():
+            self._opponent_move()
+        return self._obs(), self._info()
+
+    def step(self, action):
+        if self.game is None:
+            raise RuntimeError("reset() must be called before step()")
+        if self.game.is_over():
+            raise RuntimeError("the episode is over; call reset()")
+        index = V.check_int(action, "action", low=0, high=N_ACTIONS - 1)
+        try:
+            move = decode_move(index, self.color, self.game.board)
+        except IllegalMoveError:  # an index of the action space that points off the board
+            move = None
+        if move is None or move not in self.game.legal_moves():
+            self.game.termination, self.game._winner = "illegal_move", not self.color
+            info = {**self._info(), "illegal_action": index}
+            return self._obs(), float(self.illegal_reward), True, False, info
+        self.game.step(move)
+        if not self.game.is_over():
+            self.opponent.observe(self.game.observation(not self.color), None)
+            self._opponent_move()
+        done = self.game.is_over()
+        truncated = self.game.termination == "max_plies"
+        reward = self._reward() if done else 0.0
+        return self._obs(), reward, done and not truncated, truncated, self._info()
+
+    def render(self):
+        """The true board (``"ansi"`` returns it, ``"human"`` prints it)."""
+        if self.render_mode == "ansi":
+            return str(self.game.board)
+        if self.render_mode == "human":
+            print(self.game.board, end="\n\n")
+        return None
+
+
+GYM_ID = "iclr26/FoWChess-v0"
+if GYM_ID not in gym.registry:  # `gymnasium.make("iclr26/FoWChess-v0", opponent="greedy")`
+    gym.register(GYM_ID, entry_point=FoWChessGymEnv)

@@ -447,9 +447,12 @@ class BeliefState:
     (de-duplicated by position without move counters). When P would exceed ``max_size`` it
     is replaced by a uniform random subset of that size (``on_overflow="sample"``; the
     overflow is logged and counted in ``n_overflows`` / ``n_dropped``, ``exact`` turns False)
-    or :class:`BeliefOverflowError` is raised (``"raise"``). If P empties (the true position
-    was dropped by the cap), it is re-seeded from random placements of the unseen enemy
-    material consistent with the current view (``n_reseeds`` counts it)."""
+    or :class:`BeliefOverflowError` is raised (``"raise"``). If P empties after the cap dropped
+    positions (the true position among them), it is re-seeded from random placements of the
+    unseen enemy material consistent with the current view (``n_reseeds`` counts it). While
+    nothing has been dropped (``exact``), P holds the true position, so an own move legal in
+    none of its positions raises :class:`IllegalMoveError` and an observation that no position
+    explains raises ``ValueError`` instead of re-seeding."""
 
     def __init__(
         self,
@@ -502,16 +505,23 @@ class BeliefState:
     def observe_own_move(self, move: chess.Move | str, observation: Observation) -> None:
         move = _as_move(move)
         obs = self._check_obs(observation)
-        kept = {}
+        kept, playable = {}, False
         for board in self.positions.values():
             if move not in pseudo_legal_moves(board):
                 continue
+            playable = True
             child = board.copy(stack=False)
             if child.piece_type_at(move.to_square) == chess.KING:
                 continue  # the game would be over
             child.push(move)
             if self._matches(child, obs):
                 kept[board_key(child)] = child
+        if not playable and self.exact:
+            # an exact belief holds the true position, where our own move must be legal
+            raise IllegalMoveError(
+                f"move {move.uci()} is not a pseudo-legal move in any of the {len(self)} "
+                "positions of the belief"
+            )
         self._set(kept, obs)
 
     def observe_opponent_move(self, observation: Observation) -> None:
@@ -540,6 +550,12 @@ class BeliefState:
             self.exact = False
             log.info("belief overflow: %d positions, kept a uniform %d", len(kept), self.max_size)
             kept = {k: kept[k] for k in keys}
+        if not kept and self.exact:
+            # nothing was dropped, so the true position was in P: the inputs disagree
+            raise ValueError(
+                "observation is inconsistent with every position of the belief (an exact "
+                "belief keeps the true position): wrong move, wrong observation or a missed ply"
+            )
         if not kept:
             kept = self._reseed(obs)
         else:
@@ -608,3 +624,13 @@ def random_game(
 
 def moves_from(items: Iterable[chess.Move | str]) -> list[chess.Move]:
     return [_as_move(m, "legal_moves") for m in items]
+
+
+def __getattr__(name: str):
+    # the PettingZoo front-end lives in .env (which imports this module); reachable from here
+    # too, as `from iclr26.rl.obscuro.fow_chess import fow_chess_env`
+    if name in ("fow_chess_env", "FoWChessEnv"):
+        from . import env
+
+        return getattr(env, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,8 @@ the splats by Adam on Gaussian-NLL reconstruction (or, with ``photometric="l1_ds
 hierarchy ancestrally (M renders) for a predictive mean and a per-pixel std. The ablation priors
 of the paper's Table 3 share everything else: a Gaussian N(beta, prior_std^2) and a Laplace
 Laplace(beta, prior_std) prior on s, both with closed-form KL against the Gaussian q(s).
-Colour is view-dependent spherical harmonics of degree ``sh_degree`` (as 3DGS)."""
+Colour is view-dependent spherical harmonics of degree ``sh_degree`` whose active degree ``fit``
+raises every 1000 steps, and densification prunes too-large splats, both as 3DGS."""
 
 from __future__ import annotations
 
@@ -144,6 +145,9 @@ class HorseshoeSplatting(nn.Module):
         self.opacity_logits = nn.Parameter(torch.full((n,), 0.0))
         self.sh_dc = nn.Parameter(rgb_to_sh0(init_colors.detach().to(f))[:, None, :].clone())
         self.sh_rest = nn.Parameter(torch.zeros(n, (self.sh_degree + 1) ** 2 - 1, 3))
+        # the SH degree that renders use; fit's progressive schedule (3DGS) raises it from 0,
+        # a buffer so that a saved model renders as it was trained
+        self.register_buffer("active_sh", torch.tensor(self.sh_degree))
         self.pixel_rho = nn.Parameter(torch.tensor(_inv_softplus(pixel_std0)))
         # IG factors (shape, rate) through softplus: lambda^2, nu (N, 3); theta^2, xi (3,)
         half, one = _inv_softplus(0.5), _inv_softplus(1.0)
@@ -162,6 +166,17 @@ class HorseshoeSplatting(nn.Module):
         self.nan_reset_log: list[dict] = []
         self.cavi_log: list[int] = []
         self.kl_factors: list[float] = []
+        self.sh_degrees: list[int] = []
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # a state dict saved before the SH schedule existed rendered every band
+        state_dict.setdefault(prefix + "active_sh", torch.tensor(self.sh_degree))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    @property
+    def active_sh_degree(self) -> int:
+        """The SH degree renders use now (``sh_degree`` unless fit's schedule holds it lower)."""
+        return int(self.active_sh)
 
     # ------------------------------------------------------------------ posterior pieces
     @property
@@ -296,6 +311,7 @@ class HorseshoeSplatting(nn.Module):
             torch.sigmoid(self.opacity_logits),
             camera,
             sh=torch.cat([self.sh_dc, self.sh_rest], 1),
+            sh_degree=self.active_sh_degree,  # bands above it get no gradient (as 3DGS)
             background=self.background.to(self.beta.device),
             backend="torch",
         )
@@ -373,6 +389,10 @@ class HorseshoeSplatting(nn.Module):
         percent_dense: float = 0.01,
         min_opacity: float = 0.005,
         opacity_reset_every: int | None = 3000,
+        prune_big_after: int | None = 3000,
+        max_screen_radius: float | None = 20.0,
+        max_world_scale: float | None = 0.1,
+        sh_increase_every: int | None = 1000,
         photometric: str = "gaussian_nll",
         lambda_dssim: float = 0.2,
         kl_anneal: float = 0.0,
@@ -383,8 +403,17 @@ class HorseshoeSplatting(nn.Module):
         mean screen-space (NDC) position gradient reaches ``grad_threshold`` are cloned (small:
         max scale <= ``percent_dense`` x scene extent) or split in two (large; children drawn
         from the splat, scales / 1.6), splats with opacity < ``min_opacity`` are pruned, and
-        every ``opacity_reset_every`` steps (None: never) opacities are reset to <= 0.01. All
-        per-splat posterior tensors (beta, rho, the local IG factors) follow their splat.
+        every ``opacity_reset_every`` steps (None: never) opacities are reset to <= 0.01. At the
+        densification steps after step ``prune_big_after`` (3DGS: after its opacity-reset
+        interval, 3000; None: never) splats that are too large are pruned as well: a largest 2-D
+        pixel radius since the previous densification step above ``max_screen_radius`` (20), or
+        a largest posterior-median world scale above ``max_world_scale`` (0.1) x the scene extent
+        (1.1 x the largest distance of a camera centre from their mean); None turns either test
+        off. All per-splat tensors (beta, rho, the local IG factors, SH, Adam's moments) follow
+        their splat. With ``sh_increase_every`` (1000, as 3DGS; None: all bands from step 1) the
+        active SH degree starts at 0 and rises by one at every step that is a multiple of it, up
+        to ``sh_degree``; bands above the active degree are not rendered and get no gradient; the
+        degree of every step is kept in ``sh_degrees``.
         ``photometric`` picks the reconstruction term (see :meth:`loss`): ``"gaussian_nll"``
         (default; the paper's) or ``"l1_dssim"`` (the official code's 3DGS loss, weight
         ``lambda_dssim``; needs images of at least 11x11 pixels, the SSIM window; the pixel std
@@ -428,6 +457,18 @@ class HorseshoeSplatting(nn.Module):
         min_opacity = V.check_scalar(min_opacity, "min_opacity", low=0, high=1)
         if opacity_reset_every is not None:
             opacity_reset_every = V.check_int(opacity_reset_every, "opacity_reset_every", low=1)
+        if prune_big_after is not None:
+            prune_big_after = V.check_int(prune_big_after, "prune_big_after", low=0)
+        if max_screen_radius is not None:
+            max_screen_radius = V.check_scalar(
+                max_screen_radius, "max_screen_radius", low=0, low_open=True
+            )
+        if max_world_scale is not None:
+            max_world_scale = V.check_scalar(
+                max_world_scale, "max_world_scale", low=0, low_open=True
+            )
+        if sh_increase_every is not None:
+            sh_increase_every = V.check_int(sh_increase_every, "sh_increase_every", low=1)
         kl_anneal = V.check_scalar(kl_anneal, "kl_anneal", low=0.0, high=1.0)
         reset_nan = V.check_bool(reset_nan, "reset_nan")
         centres = torch.stack([c.center.detach().cpu().float() for c in cameras])
@@ -440,12 +481,18 @@ class HorseshoeSplatting(nn.Module):
         self.nan_reset_log = []
         self.cavi_log = []
         self.kl_factors = []
+        self.sh_degrees = []
+        self.active_sh.fill_(0 if sh_increase_every is not None else self.sh_degree)
         self._reset_grad_stats()
         if reset_nan:
             self._log_nan_resets(opt, 0)
         cavi = self.ig_updates == "cavi"
         for step, i in enumerate(order.tolist(), start=1):
             opt.zero_grad()
+            if sh_increase_every is not None and step % sh_increase_every == 0:
+                # 3DGS raises the degree before rendering that step
+                self.active_sh.fill_(min(self.active_sh_degree + 1, self.sh_degree))
+            self.sh_degrees.append(self.active_sh_degree)
             kl_factor = kl_anneal_factor(step, steps, kl_anneal)
             self.kl_factors.append(kl_factor)
             loss, outs = self._loss(
@@ -467,8 +514,17 @@ class HorseshoeSplatting(nn.Module):
             if step < densify_until:
                 self._accumulate_grad_stats(outs, cameras[i])
                 if step >= densify_from and step % densify_every == 0:
+                    big = prune_big_after is not None and step > prune_big_after
                     self._densify_and_prune(
-                        opt, grad_threshold, percent_dense * extent, min_opacity, step
+                        opt,
+                        grad_threshold,
+                        percent_dense * extent,
+                        min_opacity,
+                        step,
+                        max_screen_radius=max_screen_radius if big else None,
+                        max_world_scale=(
+                            max_world_scale * extent if big and max_world_scale else None
+                        ),
                     )
                 if opacity_reset_every is not None and step % opacity_reset_every == 0:
                     self._reset_opacity(opt)
@@ -508,6 +564,7 @@ class HorseshoeSplatting(nn.Module):
         n = self.means.shape[0]
         self._grad_sum = torch.zeros(n, device=self.beta.device)
         self._grad_count = torch.zeros(n, device=self.beta.device)
+        self._max_radii = torch.zeros(n, device=self.beta.device)  # pixels, since last densify
 
     @torch.no_grad()
     def _accumulate_grad_stats(self, outs, camera: Camera) -> None:
@@ -517,13 +574,30 @@ class HorseshoeSplatting(nn.Module):
         if not grads:
             return
         to_ndc = torch.tensor([camera.width / 2, camera.height / 2], device=self.beta.device)
-        seen = torch.stack([out.radii > 0 for out in outs]).any(0)
+        radii = torch.stack([out.radii for out in outs]).amax(0).to(self._max_radii)
+        self._max_radii = torch.maximum(self._max_radii, radii)
+        seen = radii > 0
         norm = (torch.stack(grads).sum(0) * to_ndc).norm(dim=-1)
         self._grad_sum[seen] += norm[seen]
         self._grad_count[seen] += 1
 
     @torch.no_grad()
-    def _densify_and_prune(self, opt, grad_threshold, dense_scale, min_opacity, step) -> None:
+    def _densify_and_prune(
+        self,
+        opt,
+        grad_threshold,
+        dense_scale,
+        min_opacity,
+        step,
+        *,
+        max_screen_radius=None,
+        max_world_scale=None,
+    ) -> None:
+        """3DGS's densify_and_prune: clone / split the hot splats, then prune those with opacity
+        below ``min_opacity`` and, where given, those whose largest pixel radius since the last
+        densification exceeds ``max_screen_radius`` or whose largest posterior-median scale
+        exceeds ``max_world_scale`` (world units). Split children have not been rendered yet, so
+        only the world-space test applies to them; a clone inherits its parent's radius."""
         grads = self._grad_sum / self._grad_count.clamp_min(1)
         hot = grads >= grad_threshold
         max_scale = torch.exp(self.beta).max(1).values
@@ -545,10 +619,22 @@ class HorseshoeSplatting(nn.Module):
             new_beta = self.beta[split_ids] - math.log(1.6)
         # 3DGS prunes after densifying (new splats carry their parent's opacity)
         alive = torch.sigmoid(self.opacity_logits[src]) >= min_opacity
+        children = slice(src.numel() - n_split, None)
+        big = torch.zeros_like(alive)
+        if max_screen_radius is not None:
+            radius = self._max_radii[src].clone()
+            radius[children] = 0.0
+            big |= radius > max_screen_radius
+        if max_world_scale is not None:
+            log_scale = self.beta[src].clone()
+            if n_split:
+                log_scale[children] = new_beta
+            big |= torch.exp(log_scale).max(1).values > max_world_scale
+        alive &= ~big
         overrides = {}
         if n_split:
-            overrides["means"] = (slice(src.numel() - n_split, None), new_means)
-            overrides["beta"] = (slice(src.numel() - n_split, None), new_beta)
+            overrides["means"] = (children, new_means)
+            overrides["beta"] = (children, new_beta)
         self._reindex(opt, src, fresh, overrides, alive)
         self.densify_log.append(
             {
@@ -556,6 +642,7 @@ class HorseshoeSplatting(nn.Module):
                 "cloned": int(clone.sum()),
                 "split": int(split.sum()),
                 "pruned": int((~alive).sum()),
+                "pruned_big": int(big.sum()),
                 "splats": int(self.means.shape[0]),
             }
         )

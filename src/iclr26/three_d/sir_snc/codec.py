@@ -58,6 +58,16 @@ class SNCCodec(nn.Module):
         self.cls1, self.cls2 = nn.Linear(c, 1), nn.Linear(c, 1)
         self.head = nn.Linear(c, 1)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the codec's parameters live (``codec.to(device)`` moves it); inputs are moved
+        there and bitstreams and decoded SIRs come back on the CPU."""
+        return self.embed.weight.device
+
+    def _tensors(self, sir: SIR) -> tuple[torch.Tensor, torch.Tensor]:
+        dev = self.device
+        return torch.from_numpy(sir.coords).to(dev), torch.from_numpy(sir.tsdf).to(dev)
+
     # -- the two halves --------------------------------------------------------------
     def encode(self, coords: torch.Tensor, tsdf: torch.Tensor):
         x = torch.relu(self.embed(tsdf[:, None]))
@@ -99,8 +109,7 @@ class SNCCodec(nn.Module):
 
     # -- training --------------------------------------------------------------------
     def loss(self, sir: SIR) -> tuple[torch.Tensor, dict]:
-        coords = torch.from_numpy(sir.coords)
-        tsdf = torch.from_numpy(sir.tsdf)
+        coords, tsdf = self._tensors(sir)
         c4, y = self.encode(coords, tsdf)
         y_noisy = y + torch.empty_like(y).uniform_(-0.5, 0.5)
         bits = -torch.log2(self.prior.likelihood(y_noisy)).sum()
@@ -151,11 +160,11 @@ class SNCCodec(nn.Module):
         _check_sir(sir)
         if sir.res % 4:
             raise ValueError(f"sir.res must be divisible by 4, got {sir.res}")
-        coords = torch.from_numpy(sir.coords)
-        c4, y = self.encode(coords, torch.from_numpy(sir.tsdf))
+        coords, tsdf = self._tensors(sir)
+        c4, y = self.encode(coords, tsdf)
         k2 = len(torch.unique(torch.div(coords, 2, rounding_mode="floor"), dim=0))
-        symbols = torch.round(y).to(torch.int64).numpy()
-        coord_bytes = encode_octree(c4.numpy(), sir.res // 4)
+        symbols = torch.round(y).to(torch.int64).cpu().numpy()
+        coord_bytes = encode_octree(c4.cpu().numpy(), sir.res // 4)
         latent_bytes = encode_latent(self.prior, symbols)
         head = struct.pack("<HIIII", sir.res, k2, len(coords), len(c4), len(coord_bytes))
         return head + coord_bytes + latent_bytes
@@ -169,12 +178,14 @@ class SNCCodec(nn.Module):
         if len(c4) != n4:
             raise ValueError("data is corrupt: the coordinate count does not match its header")
         sym = decode_latent(self.prior, bytes(data[18 + nc :]), n4)
-        y_hat = torch.from_numpy(sym).float()
+        dev = self.device
+        y_hat = torch.from_numpy(sym).float().to(dev)
         order = np.lexsort((c4[:, 2], c4[:, 1], c4[:, 0]))  # encoder's latent order is sorted
-        coords, tsdf, _, _ = self.decode_features(torch.from_numpy(c4[order]), y_hat, k2, k1)
+        c4_t = torch.from_numpy(np.ascontiguousarray(c4[order])).to(dev)
+        coords, tsdf, _, _ = self.decode_features(c4_t, y_hat, k2, k1)
         keep = ((coords >= 0) & (coords < res)).all(1)
-        tsdf = tsdf.clamp(-1, 1)[keep].numpy().astype(np.float32)
-        return SIR(coords[keep].numpy(), tsdf, int(res), 0.0)
+        tsdf = tsdf.clamp(-1, 1)[keep].cpu().numpy().astype(np.float32)
+        return SIR(coords[keep].cpu().numpy(), tsdf, int(res), 0.0)
 
     def decompress(self, data: bytes) -> tuple[np.ndarray, np.ndarray]:
         """Bitstream -> mesh (vertices in [-1, 1]^3, faces) by sparse marching cubes."""

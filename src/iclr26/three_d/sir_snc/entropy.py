@@ -53,10 +53,10 @@ class FactorizedPrior(nn.Module):
 
     def pmf_table(self, low: int, high: int) -> np.ndarray:
         """(C, high - low + 1) probabilities of each integer symbol per channel."""
-        sym = torch.arange(low, high + 1, dtype=torch.float32)
+        sym = torch.arange(low, high + 1, dtype=torch.float32, device=self.biases[0].device)
         with torch.no_grad():
             p = self.likelihood(sym[:, None].expand(-1, self.channels))
-        return p.t().double().numpy()
+        return p.t().double().cpu().numpy()
 
 
 def _encoder():

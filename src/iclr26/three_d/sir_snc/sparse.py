@@ -43,7 +43,7 @@ def neighbour_table(coords: torch.Tensor) -> torch.Tensor:
     V.check_tensor(coords, "coords", ndim=2, shape=(None, 3), integer=True)
     if coords.abs().max() >= _OFF:
         raise ValueError(f"coords must satisfy |c| < {_OFF}")
-    q = coords[:, None, :] + OFFSETS27[None]
+    q = coords[:, None, :] + OFFSETS27.to(coords.device)[None]
     return lookup(coords, q.reshape(-1, 3)).reshape(len(coords), 27)
 
 
@@ -86,7 +86,7 @@ class DownConv3d(nn.Module):
         which = child[:, 0] * 4 + child[:, 1] * 2 + child[:, 2]
         out_coords, inverse = torch.unique(parents, dim=0, return_inverse=True)
         per_child = (feats @ self.weight).reshape(len(feats), 8, self.out_channels)
-        contrib = per_child[torch.arange(len(feats)), which]
+        contrib = per_child[torch.arange(len(feats), device=feats.device), which]
         out = feats.new_zeros(len(out_coords), self.out_channels).index_add_(0, inverse, contrib)
         return out_coords, out + self.bias
 
@@ -106,7 +106,7 @@ class UpConv3d(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_channels))
 
     def forward(self, coords: torch.Tensor, feats: torch.Tensor):
-        children = (2 * coords[:, None, :] + CHILD8[None]).reshape(-1, 3)
+        children = (2 * coords[:, None, :] + CHILD8.to(coords.device)[None]).reshape(-1, 3)
         out = (feats @ self.weight).reshape(-1, self.out_channels) + self.bias
         return children, out
 
