@@ -307,6 +307,14 @@ CASES = [
         "samples",
     ),
     (
+        "evaluate_samples",
+        "shape",
+        lambda: evaluate_samples(SAMPLES[:3], TR, SUR),
+        ValueError,
+        "samples has 3",
+    ),
+    ("evaluate_samples", "type", lambda: evaluate_samples(SAMPLES, TR, None), TypeError, "surr"),
+    (
         "item_subspace_angles",
         "nan",
         lambda: item_subspace_angles(STATES_NAN, COL, COL),

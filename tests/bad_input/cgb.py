@@ -132,6 +132,13 @@ CASES = [
     ("bridge_sample", "range", lambda: _bridge_velocity(0), ValueError, "nfe"),
     (
         "bridge_sample",
+        "type",
+        lambda: bridge_sample(lambda x, t: x, X, CGBBridge(0.5), generator=7),
+        TypeError,
+        "generator",
+    ),
+    (
+        "bridge_sample",
         "other",
         lambda: bridge_sample(lambda x, t: x, X, CGBBridge(0.5), renoise="x"),
         ValueError,
@@ -143,7 +150,8 @@ CASES = [
     ("CGBRestorer", "type", lambda: CGBRestorer(T0_range=0.5), TypeError, "T0_range"),
     ("CGBRestorer", "other", lambda: CGBRestorer(tangent="exact"), ValueError, "tangent"),
     ("CGBRestorer", "other", lambda: CGBRestorer(objective="l2"), ValueError, "objective"),
-    ("CGBRestorer", "range", lambda: CGBRestorer(guidance=NAN), ValueError, "strength"),
+    ("CGBRestorer", "range", lambda: CGBRestorer(guidance=NAN), ValueError, "guidance"),
+    ("CGBRestorer", "range", lambda: CGBRestorer(guidance=1.5), ValueError, "guidance"),
     (
         "CGBRestorer",
         "nan",
@@ -288,6 +296,11 @@ def _flux_model(**kw):
     return FluxConsistencyRestorer(tr, vae, controlnet_layers=(1, 0), **kw)
 
 
+@functools.cache
+def _fitted_flux():
+    return _flux_model().fit(CLEAN, steps=1, batch_size=2)
+
+
 def _from_diffusers(**kw):
     tr, vae = _flux()
     return ConsistencyRestorer.from_diffusers(tr, **{"vae": vae, "controlnet_layers": (1, 0), **kw})
@@ -365,6 +378,13 @@ FLUX_CASES = [
     ),
     ("FluxConsistencyRestorer", "empty", lambda: _flux_model().restore(CLEAN[:0]), ValueError, "y"),
     (
+        "FluxConsistencyRestorer",
+        "range",
+        lambda: _fitted_flux().tune_T0(CLEAN, grid=[0.5], sigma=NAN),
+        ValueError,
+        "sigma",
+    ),
+    (
         "ConsistencyRestorer",
         "other",
         lambda: _from_diffusers(adapter="lora"),
@@ -386,6 +406,42 @@ FLUX_CASES = [
         "transformer",
     ),
     ("ConsistencyRestorer", "other", lambda: _from_diffusers(vae=None), ValueError, "vae"),
+    ("ConsistencyRestorer", "other", lambda: _from_diffusers(device="gpu0"), ValueError, "device"),
+    (
+        "ConsistencyRestorer",
+        "range",
+        lambda: ConsistencyRestorer.from_diffusers("owner/flux", T0=1.5),
+        ValueError,
+        "T0",
+    ),
+    (
+        "ConsistencyRestorer",
+        "range",
+        lambda: ConsistencyRestorer.from_diffusers("owner/flux", T0_range=(0.2, 1.0)),
+        ValueError,
+        "T0_range",
+    ),
+    (
+        "ConsistencyRestorer",
+        "other",
+        lambda: ConsistencyRestorer.from_diffusers("owner/flux", objective="euler"),
+        ValueError,
+        "objective",
+    ),
+    (
+        "ConsistencyRestorer",
+        "type",
+        lambda: ConsistencyRestorer.from_diffusers("owner/flux", T_0=0.5),
+        TypeError,
+        "T_0",
+    ),
+    (
+        "ConsistencyRestorer",
+        "type",
+        lambda: ConsistencyRestorer.from_diffusers("owner/flux", device=0.5),
+        TypeError,
+        "device",
+    ),
     (
         "ConsistencyRestorer",
         "type",

@@ -244,6 +244,13 @@ CASES = [
     ("FloorplanPrior", "range", lambda: FloorplanPrior(cond="walls"), ValueError, "cond"),
     (
         "FloorplanPrior",
+        "range",
+        lambda: FloorplanPrior(T=30, width=4).fit(_data()[0], steps=1, seed=-1),
+        ValueError,
+        "seed",
+    ),
+    (
+        "FloorplanPrior",
         "nan",
         lambda: FloorplanPrior(T=5, width=4).fit(_x_with(NAN)[None]),
         ValueError,
@@ -279,6 +286,13 @@ CASES = [
     ),
     ("ContrastiveLikelihood", "range", lambda: ContrastiveLikelihood(tau=0.0), ValueError, "tau"),
     ("ContrastiveLikelihood", "range", lambda: ContrastiveLikelihood(lam=1.5), ValueError, "lam"),
+    (
+        "ContrastiveLikelihood",
+        "type",
+        lambda: ContrastiveLikelihood(dim=4, width=4).fit(*_data(), steps=1, seed=0.5),
+        TypeError,
+        "seed",
+    ),
     (
         "ContrastiveLikelihood",
         "range",

@@ -25,6 +25,7 @@ from iclr26.nn.difflift import (
     collate,
     entmax15,
     from_networkx,
+    from_pyg,
     gumbel_size_mask,
     gumbel_topk_neighbours,
     hodge_operators,
@@ -408,6 +409,54 @@ CASES += [
     ("induced_cycles", "range", lambda: induced_cycles([[0, 5]], 3), ValueError, "edges"),
     ("induced_cycles", "range", lambda: induced_cycles([[0, 1]], 2, 2), ValueError, "max_len"),
     ("induced_cycles", "shape", lambda: induced_cycles([[0, 1, 2]], 3), ValueError, "edges"),
+]
+
+
+def _pyg(x, edge_index, **kw):
+    from torch_geometric.data import Data  # the optional extra; only these cases need it
+
+    return Data(x=torch.as_tensor(x), edge_index=torch.as_tensor(edge_index), **kw)
+
+
+def _record(x, edges):
+    from iclr26.nn.difflift import GraphData
+
+    return GraphData(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(edges))
+
+
+CASES += [
+    ("from_pyg", "type", lambda: from_pyg(np.ones((3, 2))), TypeError, "data"),
+    ("from_pyg", "nan", lambda: from_pyg(_pyg([[NAN], [1.0]], [[0], [1]])), ValueError, "data.x"),
+    (
+        "from_pyg",
+        "shape",
+        lambda: from_pyg(_pyg(np.ones((2, 1)), [[0, 1]])),
+        ValueError,
+        "data.edge",
+    ),
+    ("from_pyg", "other", lambda: from_pyg(_pyg(np.ones((2, 1)), [[1], [1]])), ValueError, "loop"),
+    (
+        "from_pyg",
+        "shape",
+        lambda: from_pyg(_pyg(np.ones((2, 1)), [[0], [1]], y=torch.zeros(2))),
+        ValueError,
+        "data.y",
+    ),
+    ("collate", "other", lambda: collate([_record(np.ones((2, 1)), [[1, 1]])]), ValueError, "loop"),
+    (
+        "collate",
+        "nan",
+        lambda: collate([_record([[NAN], [1.0]], np.zeros((0, 2), dtype=int))]),
+        ValueError,
+        r"graphs\[0\]\.x",
+    ),
+    (
+        "collate",
+        "range",
+        lambda: collate([_record(np.ones((2, 1)), [[0, 2]])]),
+        ValueError,
+        "edges",
+    ),
 ]
 
 

@@ -185,6 +185,7 @@ CASES = [
     ("CharVocab", "type", lambda: CharVocab().encode(3), TypeError, "text"),
     ("TinyMLLM", "range", lambda: TinyMLLM(size="huge"), ValueError, "size"),
     ("TinyMLLM", "range", lambda: TinyMLLM(max_len=2), ValueError, "max_len"),
+    ("TinyMLLM", "type", lambda: TinyMLLM.from_pretrained(3), TypeError, "name_or_path"),
     ("TinyMLLM", "other", lambda: TinyMLLM(lm=torch.nn.Linear(2, 2)), ValueError, "tokenizer"),
     (
         "TinyMLLM",

@@ -111,6 +111,7 @@ CASES = [
     ("TensorARWrapper", "empty", lambda: _tar().generate(LAB[:0]), ValueError, "labels"),
     ("TensorARWrapper", "range", lambda: _tar().generate(LAB + 2), ValueError, "labels"),
     ("TensorARWrapper", "type", lambda: _tar().generate(LAB, use_cache=1), TypeError, "use_cache"),
+    ("TensorARWrapper", "type", lambda: _tar().generate(LAB, generator=5), TypeError, "generator"),
     (
         "TensorARWrapper",
         "shape",
@@ -227,6 +228,13 @@ CASES = [
         "temperature",
     ),
     ("TinyARImageModel", "shape", lambda: _base().generate(LAB[:, None]), ValueError, "labels"),
+    (
+        "TinyARImageModel",
+        "type",
+        lambda: _base().generate(LAB, generator=5),
+        TypeError,
+        "generator",
+    ),
     # DiscreteTensorNoiser
     ("DiscreteTensorNoiser", "nan", lambda: DiscreteTensorNoiser(level=NAN), ValueError, "level"),
     (

@@ -83,6 +83,8 @@ CASES = [
     ("MaskedDiffusionLM", "range", lambda: M.sample(0), ValueError, "n"),
     ("MaskedDiffusionLM", "range", lambda: M.sample(2, steps=0), ValueError, "steps"),
     ("MaskedDiffusionLM", "nan", lambda: M.elbo(SEQS * NAN), ValueError, "x0"),
+    ("MaskedDiffusionLM", "range", lambda: M.sample(2, 2, batch_size=0), ValueError, "batch_size"),
+    ("MaskedDiffusionLM", "type", lambda: M.sample(2, 2, generator=3), TypeError, "generator"),
     (
         "MaskedDiffusionLM",
         "other",

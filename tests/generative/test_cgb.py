@@ -265,3 +265,33 @@ def _assert_figures(record, out_dir):
     for rel in record["figures"]:
         image = mpimg.imread(out_dir / rel)
         assert image.ndim == 3 and min(image.shape[:2]) > 50
+
+
+def test_cached_weights_load_onto_the_cpu(tmp_path, monkeypatch):
+    """The quick/full cache is read with ``map_location="cpu"``, so weights stored by a GPU run
+    load on a machine without one; a second call restores the models it saved."""
+    from iclr26.generative.cgb import claims
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    smoke = claims.settings("smoke")
+    monkeypatch.setattr(claims, "settings", lambda scale: dict(smoke))
+    claims.trained.cache_clear()
+    first = claims.trained("quick", 0, "cpu")  # trains and writes the cache
+    assert list((tmp_path / "cgb").glob("models-*.pt"))
+    seen = []
+    real_load = torch.load
+
+    def load(*args, **kwargs):
+        seen.append(kwargs.get("map_location"))
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", load)
+    claims.trained.cache_clear()
+    try:
+        second = claims.trained("quick", 0, "cpu")
+    finally:
+        claims.trained.cache_clear()
+    assert seen == ["cpu"]
+    a, b = first["models"]["sr4"]["cgb"], second["models"]["sr4"]["cgb"]
+    for p, q in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+        assert torch.equal(p, q)

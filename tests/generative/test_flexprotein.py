@@ -203,15 +203,16 @@ def test_homology_and_propensity(data):
     )
 
 
-def _write_pdb(path, residues, drop_ca=None):
+def _write_pdb(path, residues, drop_ca=None, hetero=()):
     lines, serial = [], 1
     for i, name in enumerate(residues, start=1):
+        record = "HETATM" if name in hetero else "ATOM  "
         for atom, dx in (("N", 0.0), ("CA", 1.46), ("C", 2.0)):
             if atom == "CA" and drop_ca == i:
                 continue
             x, y, z = 3.8 * i + dx, 0.5 * i, 0.0
             lines.append(
-                f"ATOM  {serial:5d}  {atom:<3s} {name:>3s} A{i:4d}    {x:8.3f}{y:8.3f}{z:8.3f}  1.00{70.0 + i:6.2f}           {atom[0]}"
+                f"{record}{serial:5d}  {atom:<3s} {name:>3s} A{i:4d}    {x:8.3f}{y:8.3f}{z:8.3f}  1.00{70.0 + i:6.2f}           {atom[0]}"
             )
             serial += 1
     lines.append("END")
@@ -239,6 +240,29 @@ def test_load_structures_pdb_and_handling(tmp_path):
     ps = s.to_protein_set(4)
     assert ps.tokens.shape == (1, 4) and ps.tokens[0, 2] == 20
     assert encode_sequence("AGXLV")[2] == 20
+
+
+@pytest.mark.filterwarnings("ignore:Missing 'B_iso_or_equiv'")
+def test_load_structures_keeps_hetatm_residues_and_reads_mmcif(tmp_path):
+    """A modified residue written as HETATM (MSE, as in real PDB entries) stays in the chain as
+    X and is counted, instead of leaving an uncounted gap; the same chain from mmCIF reads the
+    same."""
+    import biotite.structure.io.pdb as pdb
+    import biotite.structure.io.pdbx as pdbx
+
+    p = tmp_path / "h.pdb"
+    _write_pdb(p, ["ALA", "GLY", "MSE", "LEU", "VAL"], hetero={"MSE"})
+    s = load_structures(p)
+    assert s.seqs == ["AGXLV"]
+    assert s.counts["hetero_residues"] == 1 and s.counts["unknown_residues"] == 1
+    cif = pdbx.CIFFile()
+    pdbx.set_structure(cif, pdb.PDBFile.read(str(p)).get_structure(model=1))
+    cif.write(str(tmp_path / "h.cif"))
+    c = load_structures(tmp_path / "h.cif")
+    assert c.seqs == s.seqs and c.counts == s.counts
+    assert np.allclose(c.coords[0], s.coords[0], atol=1e-3)
+    with pytest.raises(ValueError, match="B-factors"):  # this mmCIF has none
+        load_structures(tmp_path / "h.cif", plddt_from_bfactor=True)
 
 
 @pytest.fixture(scope="module")

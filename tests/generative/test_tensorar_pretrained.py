@@ -337,6 +337,13 @@ def test_bad_k_and_paths_are_refused(tmp_path):
         TensorARWrapper.from_pretrained(tmp_path / "lm", seq_len=T, class_token_ids=[1])
     with pytest.raises(ValueError, match="vocab"):
         TensorARWrapper.from_pretrained(tmp_path / "lm", seq_len=T, token_offset=8, vocab=33)
+    # refused before the weights are read (nothing is loaded for a bad option)
+    with pytest.raises(ValueError, match="device"):
+        TensorARWrapper.from_pretrained(tmp_path / "lm", seq_len=T, device="gpu0")
+    with pytest.raises(TypeError, match="device"):
+        TensorARWrapper.from_pretrained(tmp_path / "lm", seq_len=T, device=1.5)
+    with pytest.raises(ValueError, match="encoder"):
+        TensorARWrapper.from_pretrained(tmp_path / "missing", seq_len=T, encoder="conv")
 
 
 # -- save / load round trip -------------------------------------------------------------------

@@ -176,6 +176,32 @@ def test_subword_mean_rows_are_exact_means(base_tok, tied):
     assert len(base_tok) == n_base  # the caller's tokenizer is not modified
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_svg_tokens_survive_bf16_and_a_save_pretrained_round_trip(base_tok, tied, tmp_path):
+    """Eq. 1 rows in a bf16 model, saved with save_pretrained and loaded back: same weights
+    (the grown vocabulary, the tie or the untied head), same dtype, and a tokenizer rebuilt
+    from the base gives the same ids."""
+    from transformers import AutoModelForCausalLM
+
+    model = _llama(tied).to(torch.bfloat16)
+    old_in = model.get_input_embeddings().weight.detach().clone()
+    model, tok = add_svg_tokens(base_tok, model, init="subword_mean")
+    w = model.get_input_embeddings().weight
+    row, pieces = tok.token_to_id["<circle"], tok.pieces_of("<circle")
+    assert w.dtype == torch.bfloat16 and torch.equal(w[row], old_in[pieces].mean(0))
+    model.save_pretrained(tmp_path / "svg-lm")
+    back = AutoModelForCausalLM.from_pretrained(tmp_path / "svg-lm")
+    assert back.dtype == torch.bfloat16 and back.config.vocab_size == len(tok)
+    assert (back.get_output_embeddings().weight is back.get_input_embeddings().weight) == tied
+    saved, loaded = model.state_dict(), back.state_dict()
+    assert set(saved) == set(loaded)
+    for name in saved:
+        assert torch.equal(saved[name], loaded[name]), name
+    rebuilt = SVGTokenizer(base_tok, id_offset=model.svg_token_init["old_rows"])
+    text = HEAD + '<circle cx="64" cy="64.5" r="20" fill="#e6194b"/></svg>'
+    assert rebuilt.encode(text) == tok.encode(text)
+
+
 def test_random_init_matches_row_std(base_tok):
     model = _llama(True)
     sigma = float(model.get_input_embeddings().weight.detach().std())
@@ -210,6 +236,30 @@ def test_render_red_rect_and_failures_are_black():
     for broken in ("<svg><rect", "", "not xml at all", "<html/>", HEAD + "<rect x='1'"):
         img, ok = render_svg(broken, size=32, return_ok=True)
         assert not ok and img.shape == (32, 32, 3) and not img.any()
+
+
+class PanicException(BaseException):
+    """Stands for pyo3's PanicException (a Rust panic inside resvg), a BaseException."""
+
+
+@pytest.mark.parametrize("error", [TypeError("bad svg"), PanicException("resvg panicked")])
+def test_a_renderer_crash_is_a_counted_render_failure(monkeypatch, error):
+    import resvg_py
+
+    real = resvg_py.svg_to_bytes
+
+    def crash_on_marked(**kwargs):
+        if 'id="boom"' in kwargs["svg_string"]:
+            raise error
+        return real(**kwargs)
+
+    monkeypatch.setattr(resvg_py, "svg_to_bytes", crash_on_marked)
+    boom = HEAD + '<rect id="boom" width="9" height="9"/></svg>'
+    img, ok = render_svg(boom, size=16, return_ok=True)
+    assert not ok and not img.any()
+    ref = HEAD + '<rect width="9" height="9"/></svg>'
+    scores = sarena_metrics("text_to_svg", preds=[boom, ref], refs=[ref, ref])
+    assert scores["n_failed"] == 1 and scores["success_rate"] == 0.5
 
 
 def test_smil_animate_at_half_time():

@@ -230,6 +230,18 @@ def test_claims_smoke(tmp_path):
         assert record["figures"], f"{name} saved no figure"
         for rel in record["figures"]:
             assert (tmp_path / rel).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        if name == "tuned-ta-vs-fft-lora":
+            # C1 reports the bootstrap 95 % intervals of each seed's test metrics beside them
+            (ci,) = record["metrics"]["ci95_per_seed"]
+            (ta,) = record["metrics"]["ta_per_seed"]
+            for method in ("ta", "fft", "lora"):
+                for key in ("accuracy", "dpd", "eod"):
+                    lo, hi = ci[method][key]
+                    assert 0.0 <= lo <= hi <= 1.0
+            lo, hi = ci["ta"]["accuracy"]
+            assert lo <= ta["accuracy"] <= hi
+            assert ci["fft"]["accuracy"][0] <= record["metrics"]["acc_fft"]
+            assert record["metrics"]["acc_fft"] <= ci["fft"]["accuracy"][1]
     # D1 is reported, never judged; its U(λ) uses the relative coefficients λ_g = G·λ
     assert record["verdict"] == "inconclusive" and "not judged" in record["reason"]
     seed = record["metrics"]["per_seed"][0]

@@ -335,3 +335,10 @@ def test_claims_smoke(name, tmp_path):
         timing = record["metrics"]["timing"]
         assert set(timing) == {"diffusion", "moment_matching", "task_optimal"}
         assert all(t["count_network_evaluations"] > 0 and t["cpu_s"] > 0 for t in timing.values())
+        # training time vs the baselines, with a load-free count beside each wall time
+        models = {"diffusion": record["metrics"]["diffusion"], **record["baseline"]}
+        for name, m in models.items():
+            assert m["fit_wall_s"] > 0 and m["fit_cpu_s"] > 0
+            per_step = m["train_network_evaluations"] / m["iterations"]
+            assert per_step == timing[name]["count_network_evaluations"]
+        assert record["metrics"]["train_step_ratio_vs_moment_matching"] > 0

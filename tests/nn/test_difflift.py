@@ -198,11 +198,20 @@ def test_batching_and_gin_match_torch_geometric():
     graphs = make_ring_parity(4, seed=9)
     ours = collate(graphs)
     ref = Batch.from_data_list(
-        [Data(x=g.features(), edge_index=torch.cat([g.edges, g.edges.flip(1)]).t()) for g in graphs]
+        [
+            Data(
+                x=g.features(),
+                edge_index=torch.cat([g.edges, g.edges.flip(1)]).t(),
+                y=torch.tensor([g.y]),
+            )
+            for g in graphs
+        ]
     )
     assert torch.equal(ours.batch, ref.batch) and torch.equal(ours.ptr, ref.ptr)
+    assert torch.equal(ours.x, ref.x) and torch.equal(ours.y, ref.y)
     a = {tuple(e) for e in ours.edge_index().t().tolist()}
     assert a == {tuple(e) for e in ref.edge_index.t().tolist()}
+    assert len(a) == ref.edge_index.shape[1]  # no edge twice
     emb = GINEmbedder(ours.x.shape[1], hidden=8, layers=2)
     h = ref.x
     for i, conv in enumerate(emb.convs):
@@ -213,18 +222,79 @@ def test_batching_and_gin_match_torch_geometric():
     assert pyg.__version__
 
 
+def test_torch_geometric_batches_are_accepted_and_equal_the_dense_batcher():
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.data import Batch, Data
+
+    from iclr26.nn.difflift import from_pyg
+
+    graphs = make_ring_parity(5, seed=4)
+    data = [  # raw features, one direction per edge for one graph, both for the others
+        Data(
+            x=g.x,
+            edge_index=(g.edges if i == 0 else torch.cat([g.edges, g.edges.flip(1)])).t(),
+            y=torch.tensor([g.y]),
+        )
+        for i, g in enumerate(graphs)
+    ]
+    ours, theirs = collate(graphs), collate(Batch.from_data_list(data))
+    for key in ("x", "edges", "batch", "edge_batch", "ptr", "y"):
+        assert torch.equal(getattr(ours, key), getattr(theirs, key)), key
+    assert torch.equal(collate(data).x, ours.x)  # a list of Data, too
+    model = DiffLift("cell", in_dim=ours.x.shape[1], hidden=8, tnn_layers=1).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(Batch.from_data_list(data)), model(ours))
+    assert from_pyg(data[1]).y == graphs[1].y
+    with pytest.raises(ValueError, match="self-loop"):
+        from_pyg(Data(x=torch.ones(3, 2), edge_index=torch.tensor([[0, 1], [1, 1]])))
+
+
+def test_graph_records_built_directly_are_checked_when_batched():
+    from iclr26.nn.difflift import GraphData
+
+    x = torch.ones(3, 2)
+    ok = GraphData(x, torch.tensor([[0, 1], [1, 2]]))
+    assert collate([ok]).edges.shape == (2, 2)
+    for edges, match in (
+        ([[1, 1]], "self-loop"),
+        ([[2, 1]], "u < v"),
+        ([[0, 3]], "u < v"),
+        ([[0, 1], [0, 1]], "twice"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            collate([ok, GraphData(x, torch.tensor(edges))])
+    with pytest.raises(ValueError, match=r"graphs\[0\].x contains NaN"):
+        collate([GraphData(torch.tensor([[float("nan"), 1.0]]), torch.zeros((0, 2), dtype=int))])
+    with pytest.raises(TypeError, match="edges"):
+        collate([GraphData(x, torch.tensor([[0.0, 1.0]]))])
+
+
 def test_graph_without_edges_and_isolated_nodes_run():
+    # a graph with no edges has no 1-cells, cycles, triangles or k-hop hyperedges beyond its
+    # nodes; every model must still give finite logits for it, alone or beside another graph
     g = make_graph(np.random.default_rng(0).normal(size=(4, 3)), np.zeros((0, 2)), 1)
-    h = make_graph(np.random.default_rng(1).normal(size=(5, 3)), [[0, 1], [1, 2], [2, 0]], 0)
+    h = make_graph(np.random.default_rng(1).normal(size=(6, 3)), [[0, 1], [1, 2], [2, 0]], 0)
     d = g.features().shape[1]
-    for model in (
+    models = [
         DiffLift("cell", in_dim=d, hidden=8),
+        DiffLift("simplicial", in_dim=d, hidden=8),
         DiffLift("hypergraph", in_dim=d, hidden=8),
         StaticLiftNet("cycle", in_dim=d, hidden=8),
+        StaticLiftNet("clique", "simplicial", in_dim=d, hidden=8),
         GINNet(in_dim=d, hidden=8),
-    ):
-        out = model.eval()(collate([g, h]))
-        assert out.shape == (2, 2) and torch.isfinite(out).all()
+    ]
+    models += [
+        StaticLiftNet(k, "hypergraph", in_dim=d, hidden=8) for k in ("khop", "knn", "clique")
+    ]
+    for model in models:
+        for graphs in ([g], [g, h]):
+            out = model.eval()(collate(graphs))
+            assert out.shape == (len(graphs), 2) and torch.isfinite(out).all()
+    for domain in ("cell", "simplicial", "hypergraph"):
+        out = DiffLift(domain, in_dim=d, hidden=8, task="node").eval()(collate([g]))
+        assert out.shape == (4, 2) and torch.isfinite(out).all()
+    lc = DiffLift("simplicial", in_dim=d, hidden=8).eval().lift(collate([g]))
+    assert lc.stats["input_edges"] == 0 and lc.edges.shape[0] == lc.stats["candidate_edges"]
 
 
 def test_training_reduces_the_loss_and_the_classifier_facade():
@@ -278,6 +348,23 @@ def test_claims_at_smoke_scale(name, tmp_path):
     record = run_claim("difflift", name, "smoke", out_dir=tmp_path)
     assert record["verdict"] in ("reproduced", "not reproduced"), record.get("reason")
     assert record["metrics"] and record["baseline"]
+    if name == "learned-vs-static-cell":
+        # reported in the same run: forward time and cells per graph of every lifting, and the
+        # growth with graph size of the learned and the static liftings, counts beside times
+        m = record["metrics"]
+        cost = m["forward_cost"]
+        assert {"gin", "cycle", "clique", "learned"} <= set(cost)
+        assert all(c["timing"]["count_graphs"] > 0 for c in cost.values())
+        assert cost["cycle"]["cells_per_graph"] > 0
+        assert set(m["loglog_slope"]) == {"learned", "cycle", "clique"}
+        for sweep in (m["size_sweep"], *m["size_sweep_static"].values()):
+            rows = sweep["rows"]
+            assert len(rows) >= 2 and np.isfinite(sweep["loglog_slope"])
+            assert rows[-1]["nodes_per_graph"] > rows[0]["nodes_per_graph"]
+            assert all(r["cells_per_graph"] >= 0 for r in rows)
+        cyc = m["size_sweep_static"]["cycle"]["rows"]  # copies of a graph: more basis cycles
+        assert cyc[-1]["cells_per_graph"] > cyc[0]["cells_per_graph"]
+        assert m["train_graph_passes"] > 0
 
 
 # ------------------------------------------------------------------ node classification

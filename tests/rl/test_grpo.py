@@ -22,7 +22,9 @@ from iclr26.rl.grpo import (
     k3_kl,
     left_pad,
     policy_loss,
+    policy_update,
     sample_rollouts,
+    token_entropy,
     token_logprobs,
     zero_advantage_fraction,
 )
@@ -166,6 +168,20 @@ def test_k3_is_nonnegative_and_zero_for_equal_policies():
     assert float(k3_kl(torch.zeros(1), torch.full((1,), 50.0))) == 10.0  # clamped
 
 
+def test_entropy_ignores_masked_tokens_in_value_and_gradient():
+    logits = torch.tensor([[0.0, float("-inf"), 0.0], [1.0, 2.0, 3.0]], requires_grad=True)
+    ent = token_entropy(logits)
+    assert float(ent[0]) == pytest.approx(math.log(2.0))  # two equally likely tokens left
+    p = torch.softmax(torch.tensor([1.0, 2.0, 3.0]), -1)
+    assert float(ent[1]) == pytest.approx(float(-(p * p.log()).sum()), rel=1e-6)
+    (grad,) = torch.autograd.grad(ent.sum(), logits)
+    assert torch.isfinite(grad).all()
+    with pytest.raises(ValueError, match="logits"):
+        token_entropy(torch.tensor([0.0, NAN]))
+    with pytest.raises(ValueError, match="logits"):
+        token_entropy(torch.tensor([0.0, float("inf")]))
+
+
 def test_top_p_keeps_the_smallest_set_reaching_the_mass():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     kept = torch.isfinite(_top_p_filter(logits, 0.7))
@@ -278,6 +294,38 @@ def test_hf_generator_and_one_trainer_step_on_the_tiny_lm(tiny_lm):
     assert stats["rollout_tokens"] <= 2 * 2 * 4
 
 
+def test_hf_generator_samples_with_the_trainer_generator(tiny_lm):
+    """The trainer's seeded generator drives HFGenerator's sampling: two trainers of the same
+    seed give the same update whatever torch's global generator holds, and a resumed trainer
+    continues bit for bit."""
+    import copy
+
+    base, tok = tiny_lm
+
+    def reward(prompts, completions):
+        return [float(len(c)) for c in completions]
+
+    def fresh(global_seed):
+        model = copy.deepcopy(base)
+        gen = HFGenerator(model, tok, max_new_tokens=5, temperature=1.5, top_p=1.0)
+        torch.manual_seed(global_seed)  # the global generator differs between the two
+        return GRPOTrainer(model, reward, gen, GRPOConfig(group_size=4, lr=1e-2, seed=3))
+
+    a, b = fresh(1), fresh(2)
+    stats_a, stats_b = a.step(["def", "x ="]), b.step(["def", "x ="])
+    assert stats_a["rollout_tokens"] == stats_b["rollout_tokens"]
+    assert torch.equal(a.last["rewards"], b.last["rewards"])
+    for pa, pb in zip(a.policy.parameters(), b.policy.parameters()):
+        assert torch.equal(pa, pb)
+    saved = a.state_dict()
+    a.step(["import"])
+    c = fresh(5)
+    c.load_state_dict(saved)
+    c.step(["import"])
+    for pa, pc in zip(a.policy.parameters(), c.policy.parameters()):
+        assert torch.equal(pa, pc)
+
+
 def test_trl_adapter_trains_only_the_selected_rows(tiny_lm, tmp_path):
     """With TRL installed, the adapter's subclass of ``trl.GRPOTrainer`` runs one real step and
     the loss sees exactly the rows the selector picked, with their own advantages."""
@@ -328,11 +376,55 @@ def test_trl_adapter_trains_only_the_selected_rows(tiny_lm, tmp_path):
     )
     before = [p.detach().clone() for p in model.parameters()]
     trainer.train()
-    assert trainer._selector_info == {"selected": 3}
+    assert trainer._selector_info == {"selected": 3, "trimmed_for_split": 0}
     (used,) = seen["loss_advantages"]
     # TRL shuffles the generated batch before the loss, so compare the rows as a multiset
     torch.testing.assert_close(used.sort().values, seen["advantages"][[3, 3, 1]].sort().values)
     assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+
+
+def test_trl_adapter_trims_rows_that_trl_would_drop_silently(tiny_lm, tmp_path):
+    """TRL splits a generation batch into ``steps_per_generation`` equal chunks and drops the
+    remainder without a word; the adapter trims the selection to a multiple and counts it."""
+    pytest.importorskip("trl")
+    import copy
+
+    from datasets import Dataset
+    from trl import GRPOConfig as TRLConfig
+    from trl import GRPOTrainer as TRLTrainer
+
+    from iclr26.rl.grpo import trl_trainer_with_selector
+
+    rows_seen = []
+
+    class Spy(TRLTrainer):
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            rows_seen.append(int(inputs["advantages"].shape[0]))
+            return super().compute_loss(model, inputs, *args, **kwargs)
+
+    model, tok = tiny_lm
+    cfg = TRLConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        steps_per_generation=2,
+        num_generations=4,
+        max_completion_length=3,
+        max_steps=2,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = trl_trainer_with_selector(lambda a, m, g: (torch.tensor([0, 1, 2]), {}), base=Spy)(
+        model=copy.deepcopy(model),
+        reward_funcs=lambda completions, **kw: [float(len(c)) for c in completions],
+        args=cfg,
+        train_dataset=Dataset.from_dict({"prompt": ["def f", "import os"]}),
+        processing_class=tok,
+    )
+    trainer.train()
+    assert trainer._selector_info["trimmed_for_split"] == 1
+    assert rows_seen == [1, 1]
 
 
 # ---------------------------------------------------------------- bad input
@@ -393,6 +485,89 @@ BAD = [
 ]
 
 
+_IDS = torch.ones(2, 4, dtype=torch.long)
+BAD += [
+    (
+        "rollouts response mask shape",
+        lambda: Rollouts(_IDS, torch.ones(2, 4), torch.ones(2, 3), 2),
+        ValueError,
+        "response_mask",
+    ),
+    (
+        "rollouts prompt_len 0",
+        lambda: Rollouts(_IDS, torch.ones(2, 4), torch.ones(2, 4), 0),
+        ValueError,
+        "prompt_len",
+    ),
+    (
+        "rollouts float ids",
+        lambda: Rollouts(_IDS.float(), torch.ones(2, 4), torch.ones(2, 2), 2),
+        TypeError,
+        "input_ids",
+    ),
+    (
+        "rollouts completions count",
+        lambda: Rollouts(_IDS, torch.ones(2, 4), torch.ones(2, 2), 2, ["a"]),
+        ValueError,
+        "completions",
+    ),
+    (
+        "rollouts model_kwargs rows",
+        lambda: Rollouts(_IDS, torch.ones(2, 4), torch.ones(2, 2), 2, [], {"x": torch.ones(3)}),
+        ValueError,
+        "model_kwargs",
+    ),
+    (
+        "logprobs of a non-batch",
+        lambda: token_logprobs(Bandit(), {"ids": 1}),
+        TypeError,
+        "rollouts",
+    ),
+    (
+        "update with no optimizer",
+        lambda: policy_update(
+            Bandit(),
+            None,
+            Rollouts(_IDS, torch.ones(2, 4), torch.ones(2, 2), 2),
+            torch.ones(2),
+            torch.zeros(2, 2),
+            None,
+            GRPOConfig(),
+        ),
+        TypeError,
+        "optimizer",
+    ),
+    (
+        "update advantages length",
+        lambda: policy_update(
+            Bandit(),
+            torch.optim.SGD(Bandit().parameters(), lr=0.1),
+            Rollouts(_IDS, torch.ones(2, 4), torch.ones(2, 2), 2),
+            torch.ones(3),
+            torch.zeros(2, 2),
+            None,
+            GRPOConfig(),
+        ),
+        ValueError,
+        "advantages",
+    ),
+    (
+        "grpo_step in the spec's argument order",
+        lambda: grpo_step(Bandit(), None, ["x"], bandit_reward, 8, 0.2, 0.01),
+        TypeError,
+        "generate",
+    ),
+    (
+        "hf generator foreign rng",
+        lambda: HFGenerator(Bandit(), SimpleNamespace(encode=len, decode=str))(
+            ["x"], 2, generator=np.random.default_rng(0)
+        ),
+        TypeError,
+        "generator",
+    ),
+]
+
+
 @pytest.mark.parametrize("name, call, exc, match", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_is_refused_with_a_named_error(name, call, exc, match):
     with pytest.raises(exc, match=match):
@@ -409,6 +584,15 @@ def test_nan_rewards_from_a_reward_function_are_refused():
     short = GRPOTrainer(model, lambda p, c: [1.0], bandit_generate(model), GRPOConfig(group_size=2))
     with pytest.raises(ValueError, match="rewards"):
         short.step(["x"])
+    one_adv = GRPOTrainer(
+        model,
+        bandit_reward,
+        bandit_generate(model),
+        GRPOConfig(group_size=2),
+        advantage_fn=lambda r, g: torch.ones(1),  # would broadcast over the batch
+    )
+    with pytest.raises(ValueError, match="advantage_fn"):
+        one_adv.step(["x", "y"])
     bad_sel = GRPOTrainer(
         model,
         bandit_reward,

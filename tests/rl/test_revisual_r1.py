@@ -171,6 +171,28 @@ def test_images_are_injected_at_their_slots_and_never_emitted(tasks):
         policy(input_ids=ids)
 
 
+def test_policy_survives_bf16_and_a_save_pretrained_round_trip(tasks, tmp_path):
+    """The vision adapter follows the model's dtype (float32 scans into a bf16 adapter), and
+    save_pretrained -> from_pretrained gives back the same weights, dtype and logits."""
+    from iclr26.rl.grpo import token_logprobs
+
+    policy = TinyMLLM(seed=0).to(torch.bfloat16).eval()
+    problems = tasks.sample(2, modality="image")
+    roll = MLLMGenerator(policy)(problems, 2, generator=torch.Generator().manual_seed(0))
+    logp, _ = token_logprobs(policy, roll)
+    assert torch.isfinite(logp).all() and roll.model_kwargs["images"].dtype == torch.float32
+    policy.save_pretrained(tmp_path / "mllm")
+    back = TinyMLLM.from_pretrained(tmp_path / "mllm").eval()
+    assert isinstance(back.vocab, CharVocab) and next(back.parameters()).dtype == torch.bfloat16
+    for (name, a), (_, b) in zip(policy.state_dict().items(), back.state_dict().items()):
+        assert torch.equal(a, b), name
+    ids = roll.input_ids[:2]
+    with torch.no_grad():
+        la = policy(input_ids=ids, images=roll.model_kwargs["images"][:2]).logits
+        lb = back(input_ids=ids, images=roll.model_kwargs["images"][:2]).logits
+    torch.testing.assert_close(la, lb, atol=0.05, rtol=0.0)  # bf16 kernels may differ slightly
+
+
 def test_sft_then_rl_stage_runs_end_to_end(tasks):
     torch.manual_seed(0)
     budget = StageBudget(

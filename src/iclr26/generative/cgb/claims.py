@@ -82,7 +82,9 @@ def trained(scale: str, seed: int, device: str = "cpu") -> dict:
     test = image_patches(TEST_IMAGES, n=s["n_test"], size=s["size"], seed=seed + 2000)
     fit = dict(steps=s["steps"], lr=1e-3, batch_size=s["batch"], sigma=SIGMA, seed=seed)
     path = None if scale == Scale.SMOKE.value else _cache_file({"scale": scale, "seed": seed, **s})
-    state = torch.load(path, weights_only=True) if path is not None and path.exists() else None
+    # weights cached by a GPU run load on any machine; the models below are on `device`
+    exists = path is not None and path.exists()
+    state = torch.load(path, map_location="cpu", weights_only=True) if exists else None
     prior = train_velocity_model(
         clean,
         steps=s["prior"] if state is None else 1,

@@ -22,7 +22,14 @@ import torch
 from iclr26 import validation as V
 from iclr26.generative.cgb.bridge import check_T0
 from iclr26.generative.cgb.network import to_signed
-from iclr26.generative.cgb.restorer import RENOISE, CGBRestorer, _pair_of, degrade_signed
+from iclr26.generative.cgb.restorer import (
+    OBJECTIVES,
+    RENOISE,
+    TANGENTS,
+    CGBRestorer,
+    _pair_of,
+    degrade_signed,
+)
 
 ADAPTERS = ("controlnet",)
 # the fixed text prompt per task of the released training data (image_datasets/mix_dataset.py)
@@ -392,6 +399,7 @@ class FluxConsistencyRestorer(CGBRestorer):
         if self.task is None:
             raise RuntimeError("FluxConsistencyRestorer has no task; call fit() first")
         x = self._images(val_clean, "val_clean")
+        sigma = V.check_scalar(sigma, "sigma", low=0.0, low_open=True, high=1.0)
         grid = np.linspace(0.1, 0.9, 9) if grid is None else grid
         grid = V.check_array(grid, "grid", ndim=1, low=0.0, high=1.0)
         for value in grid:
@@ -439,6 +447,36 @@ def _check_source(value, name: str):
             f"{name} must be an existing folder or a hub id 'owner/name', got {value!r}"
         )
     return value
+
+
+def _check_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` (a name such as ``"cuda:0"`` or a device)."""
+    if not isinstance(device, str | torch.device):
+        raise TypeError(f"device must be a device name or torch.device, got {device!r}")
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a torch device, got {device!r}") from err
+
+
+def _check_lazy_options(options: dict) -> None:
+    """The checks of :class:`FluxConsistencyRestorer`'s options that need no module: the
+    keyword names, the horizons and the choices."""
+    import inspect
+
+    known = set(inspect.signature(FluxConsistencyRestorer.__init__).parameters)
+    known -= {"self", "transformer", "vae", "controlnet"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"unexpected options for FluxConsistencyRestorer: {', '.join(unknown)}")
+    if "T0" in options:
+        check_T0(options["T0"])
+    if options.get("T0_range") is not None:
+        for value in _pair_of(options["T0_range"], "T0_range"):
+            check_T0(value, "T0_range")
+    for name, choices in (("tangent", TANGENTS), ("objective", OBJECTIVES), ("renoise", RENOISE)):
+        if name in options:
+            V.check_choice(options[name], name, choices)
 
 
 class LazyFluxRestorer:
@@ -542,8 +580,10 @@ def from_diffusers(
         raise TypeError(f"torch_dtype must be a torch.dtype, got {torch_dtype!r}")
     if prompt is not None and not isinstance(prompt, str):
         raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
+    device = _check_device(device)
     options = dict(options, adapter=adapter)
     if any(isinstance(v, str) for v in (transformer, vae, controlnet)):
+        _check_lazy_options(options)  # refused now, not after the weights are read
         return LazyFluxRestorer(transformer, vae, controlnet, torch_dtype, device, prompt, options)
     if prompt is not None:
         raise ValueError("prompt needs the pipeline's text encoders: pass a hub id or path")

@@ -86,6 +86,8 @@ def bridge_sample(
     ``velocity_fn(x, t)``; returns ``x0_hat`` (and the visited states)."""
     nfe = V.check_int(nfe, "nfe", low=1)
     renoise = V.check_choice(renoise, "renoise", RENOISE)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {generator!r}")
     if shift_mu is not None:
         shift_mu = V.check_scalar(shift_mu, "shift_mu", low=-10.0, high=10.0)
     if eps0 is None:
@@ -159,6 +161,7 @@ class CGBRestorer(torch.nn.Module):
     def _set_options(
         self, velocity_model, guidance, tangent, kappa, objective, T0_range, T0, tangent_norm, c
     ):
+        guidance = V.check_scalar(guidance, "guidance", low=0.0, high=1.0)
         self.guidance = GeodesicGuidance(velocity_model, guidance)
         self.tangent = V.check_choice(tangent, "tangent", TANGENTS)
         self.kappa = V.check_scalar(kappa, "kappa", low=0.0, low_open=True, high=10.0)

@@ -220,6 +220,7 @@ class ContrastiveLikelihood(nn.Module):
         steps = V.check_int(steps, "steps", low=1)
         batch_size = V.check_int(batch_size, "batch_size", low=2)
         lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
+        seed = V.check_int(seed, "seed", low=0)
         if device is not None:
             self.to(device)
         dev = next(self.parameters()).device

@@ -154,6 +154,7 @@ class FloorplanPrior(nn.Module):
         batch_size = V.check_int(batch_size, "batch_size", low=1)
         lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
         V.check_bool(flips, "flips")
+        seed = V.check_int(seed, "seed", low=0)
         if self.cond:
             if Y_masks is None:
                 raise ValueError("Y_masks is required when cond='trajectory'")

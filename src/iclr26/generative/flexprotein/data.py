@@ -296,8 +296,8 @@ def _concat(sets: list[ProteinSet]) -> ProteinSet:
 class Structures:
     """Chains read from PDB/mmCIF files: ``seqs`` (one-letter), ``coords`` (list of ``(L, 3)``
     Cα in Å, centred), ``plddt`` (B-factor column, for AFDB files), ``names`` ("file:chain") and
-    ``counts`` of what was handled (unknown residues mapped to X, residues dropped for a missing
-    Cα, chains skipped as too short)."""
+    ``counts`` of what was handled (unknown residues mapped to X, amino-acid residues read from
+    HETATM records, residues dropped for a missing Cα, chains skipped as too short)."""
 
     seqs: list[str]
     coords: list[np.ndarray]
@@ -328,7 +328,8 @@ def load_structures(
 ) -> Structures:
     """Read protein chains from PDB (``.pdb``/``.ent``) or mmCIF (``.cif``) files with biotite.
 
-    Residues are the amino-acid residues of the first model. ``on_unknown="x"`` maps a
+    Residues are the amino-acid residues of the first model, HETATM ones (modified residues
+    such as MSE) included and counted in ``counts["hetero_residues"]``. ``on_unknown="x"`` maps a
     non-standard amino acid to X and counts it (``"error"`` refuses it); ``on_missing="error"``
     refuses a residue without a Cα atom (``"drop"`` drops it and counts it). With
     ``plddt_from_bfactor`` the Cα B-factor is read as pLDDT (AlphaFold DB files); otherwise
@@ -346,7 +347,12 @@ def load_structures(
     on_unknown = V.check_choice(on_unknown, "on_unknown", ("x", "error"))
     min_length = V.check_int(min_length, "min_length", low=1)
     plddt_from_bfactor = V.check_bool(plddt_from_bfactor, "plddt_from_bfactor")
-    counts = {"unknown_residues": 0, "dropped_missing_ca": 0, "skipped_short_chains": 0}
+    counts = {
+        "unknown_residues": 0,
+        "hetero_residues": 0,
+        "dropped_missing_ca": 0,
+        "skipped_short_chains": 0,
+    }
     out = Structures([], [], [], [], counts)
     for path in paths:
         if not path.is_file():
@@ -360,7 +366,8 @@ def load_structures(
             )
         else:
             raise ValueError(f"paths: unsupported file type {suffix!r} (use .pdb, .ent or .cif)")
-        arr = arr[struc.filter_amino_acids(arr) & ~arr.hetero]
+        # modified residues of a chain (MSE, ...) are HETATM records: kept, as X, and counted
+        arr = arr[struc.filter_amino_acids(arr)]
         for chain in np.unique(arr.chain_id):
             ch = arr[arr.chain_id == chain]
             seq, xyz, pl = [], [], []
@@ -375,6 +382,8 @@ def load_structures(
                         )
                     counts["dropped_missing_ca"] += 1
                     continue
+                if res.hetero[0]:
+                    counts["hetero_residues"] += 1
                 letter = THREE_TO_ONE.get(name)
                 if letter is None:
                     if on_unknown == "error":
@@ -392,6 +401,11 @@ def load_structures(
             xyz = np.array(xyz, dtype=np.float64)
             if not np.isfinite(xyz).all():
                 raise ValueError(f"paths: {path.name} chain {chain} has non-finite coordinates")
+            if not np.isfinite(pl).all():  # plddt_from_bfactor on a file without B-factors
+                raise ValueError(
+                    f"paths: {path.name} chain {chain} has missing B-factors, which "
+                    "plddt_from_bfactor=True reads as pLDDT"
+                )
             out.seqs.append("".join(seq))
             out.coords.append(xyz - xyz.mean(0))
             out.plddt.append(np.clip(np.array(pl, dtype=np.float64), 0.0, 100.0))

@@ -56,6 +56,14 @@ def sample_logits(logits, temperature: float = 1.0, top_k: int | None = None, ge
     return torch.multinomial(probs, 1, generator=generator).view(z.shape[:-1])
 
 
+def check_generator(generator, name: str = "generator"):
+    """``None`` or a ``torch.Generator`` (a seed is not accepted: it would be silently ignored
+    or fail deep in a sampling call)."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
+    return generator
+
+
 def check_sampling(temperature, top_k, cfg_scale):
     temperature = V.check_scalar(temperature, "temperature", low=0.0)
     top_k = V.check_int(top_k, "top_k", low=1, allow_none=True)
@@ -241,6 +249,7 @@ class TinyARImageModel(nn.Module):
         y = check_labels(labels, self.n_classes)
         temperature, top_k, cfg_scale = check_sampling(temperature, top_k, cfg_scale)
         V.check_bool(use_cache, "use_cache")
+        check_generator(generator)
         self.eval()
         dev = self.pos_emb.device
         y = y.to(dev)

@@ -400,6 +400,16 @@ def check_dtype(dtype):
     return dtype
 
 
+def check_device(device) -> torch.device:
+    """A device name (``"cuda:0"``) or ``torch.device``, refused with a named error otherwise."""
+    if not isinstance(device, str | torch.device):
+        raise TypeError(f"device must be a device name or torch.device, got {device!r}")
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a torch device, got {device!r}") from err
+
+
 def detect_format(source) -> str:
     """``tensorar`` (a saved wrapper), ``llamagen`` (a checkpoint file, or a folder with
     ``llamagen_config.json``), ``hf`` (a folder with ``config.json``, or a hub id)."""

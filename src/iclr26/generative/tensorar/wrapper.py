@@ -13,6 +13,7 @@ from torch import nn
 
 from iclr26 import validation as V
 from iclr26.generative.tensorar.model import (
+    check_generator,
     check_labels,
     check_sampling,
     check_tokens_labels,
@@ -23,6 +24,7 @@ from iclr26.generative.tensorar.pretrained import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     HFCausalLMBase,
+    check_device,
     check_dtype,
     check_source,
     check_state_dict,
@@ -217,6 +219,8 @@ class TensorARWrapper(nn.Module):
         V.check_bool(strict, "strict")
         V.check_bool(weights_only, "weights_only")
         dtype = check_dtype(dtype)
+        device = None if device is None else check_device(device)
+        V.check_choice(encoder, "encoder", ("query", "linear"))  # before any weights are read
         fmt = check_source(source, format)
         hf_only = {
             "seq_len": seq_len,
@@ -434,6 +438,7 @@ class TensorARWrapper(nn.Module):
         temperature, top_k, cfg_scale = check_sampling(temperature, top_k, cfg_scale)
         V.check_bool(use_cache, "use_cache")
         V.check_bool(return_drafts, "return_drafts")
+        check_generator(generator)
         self.eval()
         dev = next(b.parameters()).device
         y = y.to(dev)

@@ -210,6 +210,9 @@ class MaskedDiffusionLM(nn.Module):
         n = V.check_int(n, "n", low=1)
         steps = V.check_int(steps, "steps", low=1)
         V.check_bool(return_trajectory, "return_trajectory")
+        batch_size = V.check_int(batch_size, "batch_size", low=1)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator or None, got {generator!r}")
         was_training = self.training
         self.eval()
         grid = self.time_grid(steps)

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from iclr26 import validation as V
-from iclr26.llm.internsvg.canonical import SVGParseError, _fmt, parse_svg, serialise_svg
+from iclr26.llm.internsvg.canonical import _fmt, parse_svg, serialise_svg
 
 _ANIM_TAGS = {"animate", "animateTransform", "animateMotion", "set"}
 
@@ -65,7 +65,12 @@ def render_svg(
             skip_system_fonts="<text" not in svg,  # font loading is the slow part
         )
         image, ok = _decode_png(bytes(data), size), True
-    except (SVGParseError, ValueError, OSError, RuntimeError):
+    except Exception:  # any renderer error on this text is a render failure, never a crash
+        image, ok = black, False
+    except BaseException as exc:
+        # a Rust panic inside resvg surfaces as pyo3's PanicException, a BaseException
+        if type(exc).__name__ != "PanicException":
+            raise
         image, ok = black, False
     return (image, ok) if return_ok else image
 

@@ -24,7 +24,11 @@ from iclr26.llm.task_arithmetic_fairness.editing import (
     select_lambda,
 )
 from iclr26.llm.task_arithmetic_fairness.estimator import estimate_lipschitz
-from iclr26.llm.task_arithmetic_fairness.fairness import check_groups, fairness_bound
+from iclr26.llm.task_arithmetic_fairness.fairness import (
+    check_groups,
+    fairness_bound,
+    fairness_report,
+)
 from iclr26.llm.task_arithmetic_fairness.model import (
     encode,
     finetune_full,
@@ -185,6 +189,27 @@ def _bound_measurements(base, vectors: dict, sets: dict, grid, n_directions: int
     }
 
 
+BOOTSTRAP = 1000  # resamples of the test set behind each reported 95 % interval (the spec's)
+
+
+def _bootstrap_intervals(base, vectors: dict, fft, lora, test_set, grid, seed: int) -> dict:
+    """Bootstrap 95 % intervals (``BOOTSTRAP`` resamples of the test set) of accuracy, DPD and
+    EOD for FFT, LoRA and the merged model at every λ of the grid (sum convention): the spread
+    of one seed's test metrics, reported beside the point values, never judged."""
+    enc, y, groups = test_set
+    items = list(vectors.values())
+
+    def interval(model) -> dict:
+        pred = (predict_proba(model, enc) >= 0.5).astype(np.int64)
+        return fairness_report(y, pred, groups, n_bootstrap=BOOTSTRAP, seed=seed)["ci95"]
+
+    return {
+        "fft": interval(fft),
+        "lora": interval(lora),
+        "sweep": {str(lam): interval(merge(base, items, [lam] * len(items))) for lam in grid},
+    }
+
+
 def _experiment(ctx: Context, seed: int) -> dict:
     """One seed: data, θ₀, FFT, LoRA (r=8), the 4 subgroup vectors, the λ sweep and the
     single-subgroup injections into FFT. The runner gives each claim its own process, so the
@@ -233,6 +258,7 @@ def _experiment(ctx: Context, seed: int) -> dict:
             for g, vec in vectors.items()
             for lam in s.get("inject", INJECT_LAMBDAS)
         ]
+        ci95 = _bootstrap_intervals(base, vectors, fft, lora, sets["test"], s["grid"], seed)
         targets, head = lora_targets(base)
         out = {
             "seed": ctx.seed + seed,
@@ -249,6 +275,7 @@ def _experiment(ctx: Context, seed: int) -> dict:
             "tau_norms": {g: vec.norm() for g, vec in vectors.items()},
             "fft": {k: evaluate(fft, *v) for k, v in sets.items()},
             "lora": {k: evaluate(lora, *v) for k, v in sets.items()},
+            "ci95": ci95,
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -281,7 +308,11 @@ def tuned_ta_vs_fft_lora(ctx: Context) -> Result:
             ex["sweep"], "fair_guarded", reference_accuracy=ex["fft"]["val"]["accuracy"]
         )
         ta = next(r for r in ex["sweep"] if r["lam"] == lam)["test"]
-        rows.append({"lam": lam, "ta": ta, "fft": ex["fft"]["test"], "lora": ex["lora"]["test"]})
+        ci = {"ta": ex["ci95"]["sweep"][str(lam)], "fft": ex["ci95"]["fft"]}
+        ci["lora"] = ex["ci95"]["lora"]
+        rows.append(
+            {"lam": lam, "ta": ta, "fft": ex["fft"]["test"], "lora": ex["lora"]["test"], "ci": ci}
+        )
         ctx.report((i + 1) / len(s["seeds"]), f"seed {seed}")
 
     def mean(method: str, key: str) -> float:
@@ -301,6 +332,8 @@ def tuned_ta_vs_fft_lora(ctx: Context) -> Result:
         "lambda_star": [r["lam"] for r in rows],
         "label_dpd_test": float(np.mean([r["ta"]["label_dpd"] for r in rows])),
         "ta_per_seed": [_short(r["ta"]) for r in rows],
+        # bootstrap 95 % intervals of each seed's test metrics (reported, not judged)
+        "ci95_per_seed": [r["ci"] for r in rows],
         "seeds": list(s["seeds"]),
     }
     result = Result.judge(

@@ -32,6 +32,12 @@ def evaluate_samples(
     """Mixture-model swap rate, energy distance to surrogate samples (mean over trials) and
     multimodality fraction of model samples ``(n, M, 2)``."""
     samples = V.check_array(samples, "samples", ndim=3)
+    if not isinstance(trials, Trials):
+        raise TypeError(f"trials must be a Trials record, got {type(trials).__name__}")
+    if not isinstance(surrogate, SwapSurrogate):
+        raise TypeError(f"surrogate must be a SwapSurrogate, got {type(surrogate).__name__}")
+    V.check_same_length(samples=samples, trials=trials.report)
+    seed = V.check_int(seed, "seed", low=0)
     ref = surrogate.sample(trials, samples.shape[1], seed=seed)
     fit = mixture_model_fit(samples, trials)
     return {

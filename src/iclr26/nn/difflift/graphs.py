@@ -22,6 +22,7 @@ __all__ = [
     "GraphData",
     "GraphBatch",
     "from_networkx",
+    "from_pyg",
     "collate",
     "rwse",
     "make_ring_parity",
@@ -147,12 +148,93 @@ def from_networkx(graph, feature: str = "x", label: str = "y", *, rwse_steps: in
     return make_graph(x, edges, y, rwse_steps=rwse_steps)
 
 
+def _is_pyg(obj) -> bool:
+    """A ``torch_geometric.data.Data`` / ``Batch`` (checked by its module; torch-geometric is
+    optional, so it is never imported here)."""
+    pyg = any(c.__module__.startswith("torch_geometric.") for c in type(obj).__mro__)
+    return pyg and hasattr(obj, "edge_index")
+
+
+def from_pyg(data, *, rwse_steps: int = 8) -> GraphData:
+    """A ``torch_geometric.data.Data`` graph (node features ``x`` ``[n, f]``, ``edge_index``
+    ``[2, E]`` in one or both directions, an optional graph label ``y`` of one value) as a
+    :class:`GraphData`; the pairs are merged as by :func:`make_graph` (self-loops refused) and
+    the RWSE is computed here, so ``collate`` of converted graphs equals ``collate`` of the
+    same graphs built directly."""
+    if not _is_pyg(data) or hasattr(data, "to_data_list"):
+        raise TypeError(
+            f"data: expected one torch_geometric.data.Data graph, got {type(data).__name__} "
+            "(collate accepts a whole Batch)"
+        )
+    x = getattr(data, "x", None)
+    if x is None:
+        raise ValueError("data: has no node features x")
+    x = V.check_tensor(x, "data.x", ndim=2)
+    ei = data.edge_index
+    if ei is None:
+        ei = torch.zeros((2, 0), dtype=torch.long)
+    ei = V.check_tensor(ei, "data.edge_index", ndim=2, integer=True, nonempty=False)
+    if ei.shape[0] != 2:
+        raise ValueError(f"data.edge_index: expected shape (2, E), got {tuple(ei.shape)}")
+    y = getattr(data, "y", None)
+    if y is not None:
+        y = torch.as_tensor(y)
+        if y.numel() != 1:
+            raise ValueError(
+                f"data.y: expected one graph label, got {y.numel()} values (node labels are "
+                "passed to train_node_classifier separately)"
+            )
+        y = int(y.reshape(-1)[0])
+    return make_graph(x.detach().cpu().numpy(), ei.t().cpu().numpy(), y, rwse_steps=rwse_steps)
+
+
 def _as_graph(g, name: str = "graphs") -> GraphData:
     if isinstance(g, GraphData):
         return g
     if isinstance(g, nx.Graph):
         return from_networkx(g)
-    raise TypeError(f"{name}: expected GraphData or networkx.Graph items, got {type(g).__name__}")
+    if _is_pyg(g) and not hasattr(g, "to_data_list"):
+        return from_pyg(g)
+    raise TypeError(
+        f"{name}: expected GraphData, networkx.Graph or torch_geometric Data items, got "
+        f"{type(g).__name__}"
+    )
+
+
+def _check_graph_record(g: GraphData, i: int) -> None:
+    """Shape and dtype checks of a GraphData built directly (make_graph's are the full ones)."""
+    name = f"graphs[{i}]"
+    V.check_tensor(g.x, f"{name}.x", ndim=2, floating=True)
+    e = V.check_tensor(g.edges, f"{name}.edges", ndim=2, integer=True, nonempty=False)
+    if e.shape[1] != 2:
+        raise ValueError(f"{name}.edges: expected shape (m, 2), got {tuple(e.shape)}")
+    if g.pe is not None and (g.pe.dim() != 2 or g.pe.shape[0] != g.n_nodes):
+        raise ValueError(f"{name}.pe: expected {g.n_nodes} rows, got shape {tuple(g.pe.shape)}")
+
+
+def _check_batch_edges(edges, edge_batch, batch, n_nodes: int) -> None:
+    """Every edge once, ``u < v`` (so no self-loops), both ends inside the edge's own graph:
+    what the liftings assume of a batch (one vectorised pass over the whole batch)."""
+    if not edges.numel():
+        return
+    bad = (edges[:, 0] >= edges[:, 1]) | (edges[:, 0] < 0) | (edges[:, 1] >= n_nodes)
+    if not bad.any():
+        bad = (batch[edges[:, 0]] != edge_batch) | (batch[edges[:, 1]] != edge_batch)
+    if bad.any():
+        j = int(torch.nonzero(bad)[0, 0])
+        u, v = edges[j].tolist()
+        gi = int(edge_batch[j])
+        kind = "a self-loop" if u == v else "not a pair u < v of nodes of this graph"
+        raise ValueError(
+            f"graphs[{gi}].edges: an edge is {kind} (global ids {u}, {v}); build graphs with "
+            "make_graph / from_networkx, which merge pairs and refuse self-loops"
+        )
+    codes = edges[:, 0] * n_nodes + edges[:, 1]
+    if torch.unique(codes).numel() != codes.numel():
+        raise ValueError(
+            "graphs: an edge is listed twice; build graphs with make_graph / from_networkx, "
+            "which merge duplicate pairs"
+        )
 
 
 @dataclass
@@ -192,12 +274,21 @@ class GraphBatch:
 
 
 def collate(graphs) -> GraphBatch:
-    """Concatenate graphs (``GraphData`` or networkx graphs) into a :class:`GraphBatch`."""
-    if isinstance(graphs, (GraphData, nx.Graph)):
+    """Concatenate graphs (``GraphData``, networkx graphs or torch-geometric ``Data``; or a
+    whole ``torch_geometric.data.Batch``) into a :class:`GraphBatch`. Graphs built directly
+    as ``GraphData`` are checked here: finite features, integer edge pairs ``u < v`` inside
+    the graph, each once (so no self-loops)."""
+    if _is_pyg(graphs) and hasattr(graphs, "to_data_list"):
+        graphs = graphs.to_data_list()
+    if isinstance(graphs, (GraphData, nx.Graph)) or _is_pyg(graphs):
         graphs = [graphs]
+    if isinstance(graphs, (str, bytes)) or not hasattr(graphs, "__iter__"):
+        raise TypeError(f"graphs: expected a list of graphs, got {type(graphs).__name__}")
     graphs = [_as_graph(g) for g in list(graphs)]
     if not graphs:
         raise ValueError("graphs: empty; need at least one graph")
+    for i, g in enumerate(graphs):
+        _check_graph_record(g, i)
     dims = {g.features().shape[1] for g in graphs}
     if len(dims) != 1:
         raise ValueError(f"graphs: node feature widths differ across graphs: {sorted(dims)}")
@@ -209,6 +300,8 @@ def collate(graphs) -> GraphBatch:
     edge_batch = torch.repeat_interleave(
         torch.arange(len(graphs)), torch.tensor([g.n_edges for g in graphs])
     )
+    V.check_tensor(x, "graphs: node features")
+    _check_batch_edges(edges, edge_batch, batch, int(ptr[-1]))
     ys = [g.y for g in graphs]
     y = None if any(v is None for v in ys) else torch.tensor(ys, dtype=torch.long)
     return GraphBatch(x, edges, batch, edge_batch, ptr, y, graphs)

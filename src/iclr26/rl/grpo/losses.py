@@ -95,6 +95,15 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor, clamp: float = 10.0) -> to
 
 
 def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of the next-token distribution at every position (``[..., vocab] -> [...]``)."""
+    """Entropy of the next-token distribution at every position (``[..., vocab] -> [...]``).
+
+    Logits of ``-inf`` (tokens masked out, e.g. by top-k or a forbidden-token mask) carry zero
+    probability and add nothing (``0 log 0 = 0``), instead of turning the entropy into NaN."""
+    V.check_tensor(logits, "logits", floating=True, min_ndim=1, allow_inf=True)
+    if bool(torch.isposinf(logits).any()):
+        raise ValueError("logits contains +infinity")
     logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+    p = logp.exp()
+    # zero the -inf log-probabilities before the product: 0 * -inf would be NaN, in the value
+    # and in the gradient
+    return -(p * logp.masked_fill(p == 0, 0.0)).sum(-1)

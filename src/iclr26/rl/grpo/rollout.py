@@ -36,6 +36,20 @@ class Rollouts:
     completions: list[str] = field(default_factory=list)
     model_kwargs: dict[str, torch.Tensor] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a custom ``generate`` builds these; a malformed batch must fail here, by name, not as
+        # a broadcasting error inside the loss
+        V.check_tensor(self.input_ids, "input_ids", ndim=2, integer=True)
+        n, width = self.input_ids.shape
+        V.check_tensor(self.attention_mask, "attention_mask", shape=(n, width))
+        self.prompt_len = V.check_int(self.prompt_len, "prompt_len", low=1, high=width - 1)
+        V.check_tensor(self.response_mask, "response_mask", shape=(n, width - self.prompt_len))
+        if self.completions and len(self.completions) != n:
+            raise ValueError(f"completions has {len(self.completions)} entries for {n} rows")
+        for key, value in self.model_kwargs.items():
+            if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != n:
+                raise ValueError(f"model_kwargs[{key!r}] must be a tensor with {n} rows")
+
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
 
@@ -189,6 +203,8 @@ def token_logprobs(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Teacher-forced log-probabilities of the response tokens (``[N, T]``) and, when asked,
     the entropy of the policy at those positions. Differentiable (no ``no_grad`` here)."""
+    if not isinstance(rollouts, Rollouts):
+        raise TypeError(f"rollouts must be Rollouts, got {type(rollouts).__name__}")
     pos = position_ids_from_mask(rollouts.attention_mask)
     out = model(
         input_ids=rollouts.input_ids,
@@ -242,9 +258,20 @@ class HFGenerator:
         ids = [i for i in ids if i != eos]
         return self.tokenizer.decode(ids, skip_special_tokens=self.skip_special_tokens)
 
-    def __call__(self, prompts: Sequence[str], n: int, greedy: bool = False) -> Rollouts:
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        n: int,
+        greedy: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> Rollouts:
+        """``n`` sampled completions per prompt. ``generator`` (the trainer passes its seeded
+        one) drives the sampling; without it, ``self.generator`` (default: torch's global
+        generator)."""
         if isinstance(prompts, str) or len(prompts) == 0:
             raise ValueError("prompts must be a non-empty list of strings")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         tok = self.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         return sample_rollouts(
@@ -256,7 +283,7 @@ class HFGenerator:
             pad_token_id=pad,
             temperature=self.temperature,
             top_p=self.top_p,
-            generator=self.generator,
+            generator=generator if generator is not None else self.generator,
             decode=self.decode,
             greedy=greedy,
         )

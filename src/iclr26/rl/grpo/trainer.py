@@ -102,6 +102,7 @@ class GRPOConfig:
 
 def identity_selector(token_advantages: torch.Tensor, response_mask: torch.Tensor, generator=None):
     """The vanilla batch: every row once."""
+    V.check_tensor(token_advantages, "token_advantages", ndim=2, floating=True)
     n = token_advantages.shape[0]
     return torch.arange(n), {"selected": n, "effective": n}
 
@@ -131,7 +132,21 @@ def policy_update(
 ) -> dict[str, float]:
     """``ppo_epochs`` passes over ``minibatches`` shuffled chunks of ``rollouts`` (rows already
     selected; duplicates allowed), one optimizer step per chunk. Returns mean diagnostics."""
+    for name, value, kind in (
+        ("policy", policy, torch.nn.Module),
+        ("optimizer", optimizer, torch.optim.Optimizer),
+        ("rollouts", rollouts, Rollouts),
+        ("config", config, GRPOConfig),
+    ):
+        if not isinstance(value, kind):
+            raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
     n = len(rollouts)
+    width = tuple(rollouts.response_mask.shape)
+    V.check_tensor(advantages, "advantages", shape=(n,), floating=True)
+    V.check_tensor(old_logp, "old_logp", shape=width, floating=True)
+    if ref_logp is not None:
+        V.check_tensor(ref_logp, "ref_logp", shape=width, floating=True)
+    entropy_coef = V.check_scalar(entropy_coef, "entropy_coef", low=0.0)
     policy.train()
     params = [p for p in policy.parameters() if p.requires_grad]
     totals: dict[str, float] = {}
@@ -276,8 +291,14 @@ class GRPOTrainer:
         g = self.config.group_size
         rollouts = self.rollout(prompts)
         rewards = self.score(prompts, rollouts, **columns)
-        adv = self.advantage_fn(rewards, g)
-        adv = V.check_tensor(torch.as_tensor(adv, dtype=torch.float32), "advantages", ndim=1)
+        adv = torch.as_tensor(self.advantage_fn(rewards, g), dtype=torch.float32)
+        if adv.dim() != 1 or adv.shape[0] != len(rollouts):
+            # a single value would broadcast over the batch without an error
+            raise ValueError(
+                f"advantage_fn must return one advantage per completion ({len(rollouts)}), "
+                f"got shape {tuple(adv.shape)}"
+            )
+        V.check_tensor(adv, "advantages (from advantage_fn)", ndim=1)
         mask = rollouts.response_mask.float()
         with torch.no_grad():
             old_logp, _ = token_logprobs(self.policy, rollouts)
@@ -361,6 +382,11 @@ def grpo_step(
 ) -> dict[str, float]:
     """A minimal on-policy GRPO update with a caller-owned optimizer (symmetric clip range,
     no dual clip, no entropy bonus): sample, score, normalise within groups, one step."""
+    if not callable(generate):
+        raise TypeError(
+            "generate must be a callable generate(prompts, n) -> Rollouts (for a Hugging Face "
+            f"LM: HFGenerator(policy, tokenizer)), got {type(generate).__name__}"
+        )
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(
             f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"

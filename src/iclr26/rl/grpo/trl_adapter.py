@@ -53,8 +53,24 @@ def trl_trainer_with_selector(batch_selector: Callable, base: type | None = None
             if not hasattr(self, "_selector_rng"):
                 self._selector_rng = torch.Generator().manual_seed(int(self.args.seed))
             index, info = self.selector(token_adv, mask.float().cpu(), self._selector_rng)
+            index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
+            if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
+                raise ValueError("batch_selector returned an index outside the batch")
+            # TRL splits the generation batch into ``steps_per_generation`` equal chunks and
+            # silently drops the remainder; trim it here instead, and count it
+            chunks = int(getattr(self.args, "steps_per_generation", None) or 1)
+            if index.numel() < chunks:
+                raise ValueError(
+                    f"batch_selector returned {index.numel()} rows, fewer than "
+                    f"steps_per_generation ({chunks}): every step needs at least one row"
+                )
+            trimmed = index.numel() % chunks
+            if trimmed:
+                index = index[: index.numel() - trimmed]
+            info = dict(info)
+            info["trimmed_for_split"] = trimmed
             self._selector_info = info
-            return _reindex(output, torch.as_tensor(index, dtype=torch.long), n)
+            return _reindex(output, index, n)
 
     SelectorGRPOTrainer.__name__ = f"Selector{base.__name__}"
     return SelectorGRPOTrainer

@@ -22,6 +22,10 @@ SPECIALS = ("<pad>", "<bos>", "<eos>", "<think>", "</think>", "<answer>", "</ans
 CHARS = tuple("0123456789+-*()=;")
 
 
+ADAPTER_FILE, META_FILE = "vision_adapter.safetensors", "mllm.json"
+_CHAR = object()  # ``tokenizer=_CHAR``: a saved language model over the character vocabulary
+
+
 class CharVocab:
     """Character vocabulary of the arithmetic task: special tags are single tokens."""
 
@@ -115,16 +119,64 @@ class TinyMLLM(nn.Module):
         else:
             if tokenizer is None:
                 raise ValueError("tokenizer is required when lm is given")
-            self.vocab = _TokenizerVocab(tokenizer)
+            self.vocab = CharVocab() if tokenizer is _CHAR else _TokenizerVocab(tokenizer)
         self.lm = lm
         hidden = lm.get_input_embeddings().embedding_dim
         self.vision = nn.Sequential(nn.Linear(64, hidden), nn.GELU(), nn.Linear(hidden, hidden))
         self._cache_kw = hf_compat.cache_kwarg(lm)
 
+    def save_pretrained(self, path) -> None:
+        """Write the policy to the folder ``path``: the language model with its own
+        ``save_pretrained`` (safetensors, its dtype kept), the vision adapter as
+        ``vision_adapter.safetensors``, the vocabulary kind in ``mllm.json`` and, for a wrapped
+        Hugging Face tokenizer, the tokenizer. :meth:`from_pretrained` reads it back."""
+        import json
+        from pathlib import Path
+
+        from safetensors.torch import save_file
+
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.lm.save_pretrained(folder)
+        state = {k: v.detach().contiguous().cpu() for k, v in self.vision.state_dict().items()}
+        save_file(state, str(folder / ADAPTER_FILE))
+        char = isinstance(self.vocab, CharVocab)
+        if not char:
+            self.vocab.tok.save_pretrained(folder)
+        meta = {"vocab": "char" if char else "tokenizer"}
+        if not char:
+            meta["image_token"] = self.vocab.image_token
+        (folder / META_FILE).write_text(json.dumps(meta))
+
     @classmethod
     def from_pretrained(cls, name_or_path: str, **kwargs) -> TinyMLLM:
-        """Wrap a causal LM loaded through :func:`iclr26.models.tinylm.load_causal_lm` (a tiny
-        size name or any ``from_pretrained`` id/path); the vision adapter starts untrained."""
+        """A folder written by :meth:`save_pretrained` gives that policy back (language model,
+        vision adapter and vocabulary). Anything else wraps a causal LM loaded through
+        :func:`iclr26.models.tinylm.load_causal_lm` (a tiny size name or any
+        ``from_pretrained`` id/path); its vision adapter starts untrained."""
+        import json
+        from pathlib import Path
+
+        if not isinstance(name_or_path, str | Path):
+            raise TypeError(
+                f"name_or_path must be a str or path, got {type(name_or_path).__name__}"
+            )
+        folder = Path(name_or_path)
+        if (folder / META_FILE).is_file():
+            from safetensors.torch import load_file
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            meta = json.loads((folder / META_FILE).read_text())
+            lm = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+            if meta.get("vocab") == "char":
+                policy = cls(lm=lm, tokenizer=_CHAR)
+            else:
+                tok = AutoTokenizer.from_pretrained(folder)
+                policy = cls(lm=lm, tokenizer=tok)
+                policy.vocab = _TokenizerVocab(tok, meta.get("image_token", "<sep>"))
+            adapter = load_file(str(folder / ADAPTER_FILE))
+            policy.vision.load_state_dict(adapter)
+            return policy.to(lm.dtype)
         from iclr26.models.tinylm import load_causal_lm
 
         lm, tok = load_causal_lm(name_or_path, **kwargs)
@@ -144,7 +196,8 @@ class TinyMLLM(nn.Module):
             )
         if int(slots.sum(1).max()) > images.shape[1]:
             raise ValueError("a row has more image slots than images")
-        feats = self.vision(images / 16.0)
+        # the scans arrive as float32; the adapter may be in bf16/fp16 with the rest of the model
+        feats = self.vision((images / 16.0).to(self.vision[0].weight.dtype))
         which = (slots.long().cumsum(1) - 1).clamp(min=0)
         gathered = feats.gather(1, which[..., None].expand(-1, -1, feats.shape[-1]))
         return torch.where(slots[..., None], gathered.to(emb.dtype), emb)
