@@ -80,6 +80,27 @@ def settings(ctx: Context) -> dict:
     )
 
 
+def _device(ctx: Context) -> str:
+    """Where training and test accuracy run: the CPU at smoke and quick scale (the README's
+    numbers are CPU numbers), ``ctx.device`` at full scale. Lift diagnostics and the timed
+    forward passes stay on the CPU at every scale, so their times compare across scales."""
+    return ctx.pick("cpu", "cpu", str(ctx.device))
+
+
+def _accuracy(ctx: Context, model, graphs) -> float:
+    """Test accuracy on :func:`_device`; the model is handed back on the CPU."""
+    acc = accuracy(model, graphs, device=_device(ctx))
+    model.cpu()
+    return acc
+
+
+def _node_accuracy(ctx: Context, model, graph, y, mask) -> float:
+    """Node test accuracy on :func:`_device`; the model is handed back on the CPU."""
+    acc = node_accuracy(model, graph, y, mask, device=_device(ctx))
+    model.cpu()
+    return acc
+
+
 def _source_hash() -> str:
     h = hashlib.sha256()
     for f in sorted(Path(__file__).parent.glob("*.py")):
@@ -104,7 +125,9 @@ def _build(kind: str, domain: str, in_dim: int, s: dict):
 
 def _trained(ctx: Context, kind: str, domain: str, train, seed: int, s: dict):
     """Train (or load from this run's cache) one system; returns (model, train CPU seconds)."""
-    key = json.dumps([kind, domain, seed, s, ctx.scale.value, _source_hash()], sort_keys=True)
+    key = json.dumps(
+        [kind, domain, seed, s, ctx.scale.value, _device(ctx), _source_hash()], sort_keys=True
+    )
     tag = hashlib.sha256(key.encode()).hexdigest()[:12]
     path = Path(ctx.out_dir) / "cache" / f"{SLUG}-{kind}-{domain}-{ctx.scale.value}-{seed}-{tag}.pt"
     in_dim = train[0].features().shape[1]
@@ -123,9 +146,12 @@ def _train_or_load(ctx, kind, domain, train, seed, s, path, in_dim):
     timing = {}
 
     def fit():
-        timing["losses"] = train_graph_classifier(model, train, epochs=s["epochs"], seed=seed)
+        timing["losses"] = train_graph_classifier(
+            model, train, epochs=s["epochs"], seed=seed, device=_device(ctx)
+        )
 
     t = ctx.timeit(fit, repeat=1, warmup=0, threads=1)
+    model.cpu()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save(
@@ -260,7 +286,7 @@ def learned_vs_static_cell(ctx: Context) -> Result:
             test = make_ring_parity(s["n_test"], seed=ctx.seed + 10 * seed + 1)
             for j, kind in enumerate(accs):
                 m, cpu, _ = _trained(ctx, kind, "cell", train, ctx.seed + seed, s)
-                accs[kind].append(accuracy(m, test))
+                accs[kind].append(_accuracy(ctx, m, test))
                 train_s[kind].append(cpu)
                 models[kind] = m
                 n_sys = len(kinds) * len(s["seeds"]) + 1
@@ -377,7 +403,7 @@ def learned_vs_static_hypergraph(ctx: Context) -> Result:
             test = make_clique_vote(s["n_test"], seed=ctx.seed + 10 * seed + 1)
             for kind in kinds:
                 m, _, _ = _trained(ctx, kind, "hypergraph", train, ctx.seed + seed, s)
-                accs[kind].append(accuracy(m, test))
+                accs[kind].append(_accuracy(ctx, m, test))
                 if kind == "learned":
                     with torch.no_grad():
                         ks += m.lift(collate(test)).k.tolist()
@@ -539,9 +565,12 @@ def _fit_node_system(ctx, kind, graph, y, train, seed, s):
     model = _node_model(kind, graph.features().shape[1], int(y.max()) + 1, s)
 
     def fit():
-        train_node_classifier(model, graph, y, train, epochs=s["epochs"], seed=seed)
+        train_node_classifier(
+            model, graph, y, train, epochs=s["epochs"], seed=seed, device=_device(ctx)
+        )
 
     t = ctx.timeit(fit, repeat=1, warmup=0, threads=1)
+    model.cpu()
     t.count(epochs=s["epochs"], nodes=graph.n_nodes)
     return model.eval(), t.cpu_s
 
@@ -633,7 +662,7 @@ def node_classification_heterophily(ctx: Context) -> Result:
             train, test = _half_split(graph.n_nodes, ctx.seed + seed)
             for kind in systems:
                 model, cpu = _fit_node_system(ctx, kind, graph, y, train, ctx.seed + seed, s)
-                accs[kind].append(node_accuracy(model, graph, y, test))
+                accs[kind].append(_node_accuracy(ctx, model, graph, y, test))
                 train_s[kind].append(cpu)
                 if kind == "learned":
                     diag.append(_lift_diagnostics(model, graph, y))
@@ -653,7 +682,7 @@ def node_classification_heterophily(ctx: Context) -> Result:
         karate = {}
         for kind in systems:
             model, _ = _fit_node_system(ctx, kind, kgraph, ky, ktrain, ctx.seed, s)
-            karate[kind] = node_accuracy(model, kgraph, ky, ktest)
+            karate[kind] = _node_accuracy(ctx, model, kgraph, ky, ktest)
             done += 1
             ctx.report(done / steps, f"karate {kind}")
     mean = {k: float(np.mean(v)) for k, v in accs.items()}

@@ -133,14 +133,15 @@ class _ScaleShift(nn.Module):
 
 def _gcn_weights(src: torch.Tensor, dst: torch.Tensor, n: int) -> torch.Tensor:
     """Symmetric GCN normalisation ``d_src^-1/2 d_dst^-1/2`` of a directed message list."""
-    deg = torch.zeros(n).index_add_(0, dst, torch.ones(dst.shape[0]))
+    dev = dst.device
+    deg = torch.zeros(n, device=dev).index_add_(0, dst, torch.ones(dst.shape[0], device=dev))
     dinv = deg.pow(-0.5).masked_fill(deg == 0, 0.0)
     return dinv[src] * dinv[dst]
 
 
 def _both_ways(pairs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if pairs.numel() == 0:
-        empty = torch.zeros(0, dtype=torch.long)
+        empty = torch.zeros(0, dtype=torch.long, device=pairs.device)
         return empty, empty
     return torch.cat([pairs[:, 0], pairs[:, 1]]), torch.cat([pairs[:, 1], pairs[:, 0]])
 
@@ -158,7 +159,7 @@ class _GCNLayer(nn.Module):
         n = x.shape[0]
         src, dst = (pairs[:, 0], pairs[:, 1]) if directed else _both_ways(pairs)
         if self.self_loops:
-            loop = torch.arange(n)
+            loop = torch.arange(n, device=x.device)
             src, dst = torch.cat([src, loop]), torch.cat([dst, loop])
         h = self.lin(x)
         out = torch.zeros_like(h)
@@ -186,7 +187,8 @@ def _pair_mask(node_batch: torch.Tensor) -> torch.Tensor:
     """``[N, N]``: True where ``i != j`` lie in the same graph of the batch (the pairs a latent
     graph may join)."""
     n = node_batch.shape[0]
-    return (node_batch[:, None] == node_batch[None, :]) & ~torch.eye(n, dtype=torch.bool)
+    eye = torch.eye(n, dtype=torch.bool, device=node_batch.device)
+    return (node_batch[:, None] == node_batch[None, :]) & ~eye
 
 
 class _GraphLossModel(_GraphModel):
@@ -233,26 +235,26 @@ class _CWLayer(nn.Module):
 
 def _lower_adjacency(edges: torch.Tensor, n: int) -> torch.Tensor:
     """Pairs ``(a, b)``, ``a < b``, of edges that share a node."""
-    n_e = edges.shape[0]
+    n_e, dev = edges.shape[0], edges.device
     if n_e < 2:
-        return torch.zeros(0, 2, dtype=torch.long)
-    inc = torch.zeros(n, n_e)
-    ids = torch.arange(n_e)
+        return torch.zeros(0, 2, dtype=torch.long, device=dev)
+    inc = torch.zeros(n, n_e, device=dev)
+    ids = torch.arange(n_e, device=dev)
     inc[edges[:, 0], ids] = 1.0
     inc[edges[:, 1], ids] = 1.0
     shared = torch.triu(inc.t() @ inc, diagonal=1)
     return shared.nonzero()
 
 
-def _upper_adjacency(polygons, edge_id: dict) -> torch.Tensor:
-    """Pairs ``(a, b)``, ``a < b``, of distinct edges on a common polygon."""
+def _upper_adjacency(polygons, edge_id: dict, device=None) -> torch.Tensor:
+    """Pairs ``(a, b)``, ``a < b``, of distinct edges on a common polygon (on ``device``)."""
     pairs = set()
     for cyc in polygons:
         ids = sorted(edge_id[tuple(sorted(p))] for p in zip(cyc, cyc[1:] + cyc[:1]))
         pairs.update((a, b) for i, a in enumerate(ids) for b in ids[i + 1 :])
     if not pairs:
-        return torch.zeros(0, 2, dtype=torch.long)
-    return torch.tensor(sorted(pairs), dtype=torch.long)
+        return torch.zeros(0, 2, dtype=torch.long, device=device)
+    return torch.tensor(sorted(pairs), dtype=torch.long, device=device)
 
 
 class DCM(_GraphLossModel):
@@ -330,7 +332,7 @@ class DCM(_GraphLossModel):
         for cyc in candidates:
             ids = [edge_id[tuple(sorted(p))] for p in zip(cyc, cyc[1:] + cyc[:1])]
             d = torch.cdist(ze[ids], ze[ids])
-            iu = torch.triu_indices(len(ids), len(ids), offset=1)
+            iu = torch.triu_indices(len(ids), len(ids), offset=1, device=z.device)
             scores.append(d[iu[0], iu[1]].mean())
         s = torch.stack(scores)[None]
         q = entmax15(self.poly_scale(s, torch.ones_like(s, dtype=torch.bool)), dim=-1)[0]
@@ -344,7 +346,7 @@ class DCM(_GraphLossModel):
     def _infer(self, batch, x: torch.Tensor) -> DCMComplex:
         n = x.shape[0]
         # the α-DGM embeds the encoded features without sending gradient back into the encoder
-        pairs = batch.edges if self.use_input_graph else torch.zeros(0, 2, dtype=torch.long)
+        pairs = batch.edges if self.use_input_graph else batch.edges.new_zeros(0, 2)
         z = self.dgm_embed(x.detach(), pairs)
         edges, w = self._infer_graph(z, batch.batch)
         candidates, q = self._infer_polygons(z, edges, n)
@@ -356,12 +358,13 @@ class DCM(_GraphLossModel):
         keep = q.detach() > 0
         if keep.any():
             nodes, owner = [], []
-            for i, cyc in enumerate(candidates):
-                if keep[i]:
+            for i, (cyc, k) in enumerate(zip(candidates, keep.tolist())):
+                if k:
                     nodes += cyc
                     owner += [i] * len(cyc)
             lq = torch.log(q.clamp_min(1e-12))
-            lp_p = lp_p.index_add(0, torch.tensor(nodes), lq[torch.tensor(owner)])
+            nodes_t = torch.tensor(nodes, device=x.device)
+            lp_p = lp_p.index_add(0, nodes_t, lq[torch.tensor(owner, device=x.device)])
         stats = {
             "edges": int(edges.shape[0]),
             "candidate_polygons": len(candidates),
@@ -382,7 +385,7 @@ class DCM(_GraphLossModel):
         if edges.numel():
             edge_id = {(int(a), int(b)): i for i, (a, b) in enumerate(edges.tolist())}
             lower = _lower_adjacency(edges, n)
-            upper = _upper_adjacency(cx.accepted_polygons(), edge_id)
+            upper = _upper_adjacency(cx.accepted_polygons(), edge_id, edges.device)
             xe = x[edges[:, 0]] + x[edges[:, 1]]
             for layer in self.edge_net:
                 xe = layer(self.drop(xe), lower, upper).relu()

@@ -56,7 +56,7 @@ def gumbel_topk_neighbours(
         raise ValueError(f"k={k}: a row has only {short} allowed neighbours")
     scores = logits.detach()
     if sample:
-        u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype)
+        u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype, device=scores.device)
         scores = scores - torch.log(-torch.log(u.clamp(1e-12, 1.0 - 1e-7)))
     scores = scores.masked_fill(~valid, float("-inf"))
     return torch.topk(scores, k, dim=1).indices
@@ -134,7 +134,7 @@ class DGM(_GraphLossModel):
         return self._infer(batch, self.pre(batch.x))
 
     def _infer(self, batch, x: torch.Tensor) -> DGMGraph:
-        pairs = batch.edges if self.use_input_graph else torch.zeros(0, 2, dtype=torch.long)
+        pairs = batch.edges if self.use_input_graph else batch.edges.new_zeros(0, 2)
         z = self.graph_embed(x, pairs)
         valid = _pair_mask(batch.batch)
         t = self.log_t.exp()
@@ -147,7 +147,7 @@ class DGM(_GraphLossModel):
             raise ValueError(f"k={self.k}: every graph needs more than k nodes ({err})") from None
         lp = logits.gather(1, nb)
         n = x.shape[0]
-        rows = torch.arange(n)[:, None].expand(n, self.k)
+        rows = torch.arange(n, device=x.device)[:, None].expand(n, self.k)
         edges = torch.stack([nb.reshape(-1), rows.reshape(-1)], dim=1)
         return DGMGraph(nb, lp, edges, lp.sum(1), lp.exp().mean(1), float(t.detach()))
 

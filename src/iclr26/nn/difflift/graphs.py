@@ -273,11 +273,19 @@ class GraphBatch:
         return torch.cat([e, e.flip(1)], dim=0).t().contiguous()
 
 
-def collate(graphs) -> GraphBatch:
+def collate(graphs, device=None) -> GraphBatch:
     """Concatenate graphs (``GraphData``, networkx graphs or torch-geometric ``Data``; or a
     whole ``torch_geometric.data.Batch``) into a :class:`GraphBatch`. Graphs built directly
     as ``GraphData`` are checked here: finite features, integer edge pairs ``u < v`` inside
-    the graph, each once (so no self-loops)."""
+    the graph, each once (so no self-loops). The batch is built and checked on the CPU and
+    moved to ``device`` when one is given (a name or ``torch.device``)."""
+    if device is not None:
+        if isinstance(device, bool) or not isinstance(device, (str, torch.device)):
+            raise TypeError(f"device: expected a device name or torch.device, got {device!r}")
+        try:
+            device = torch.device(device)
+        except RuntimeError as err:
+            raise ValueError(f"device: not a torch device name, got {device!r}") from err
     if _is_pyg(graphs) and hasattr(graphs, "to_data_list"):
         graphs = graphs.to_data_list()
     if isinstance(graphs, (GraphData, nx.Graph)) or _is_pyg(graphs):
@@ -304,7 +312,8 @@ def collate(graphs) -> GraphBatch:
     _check_batch_edges(edges, edge_batch, batch, int(ptr[-1]))
     ys = [g.y for g in graphs]
     y = None if any(v is None for v in ys) else torch.tensor(ys, dtype=torch.long)
-    return GraphBatch(x, edges, batch, edge_batch, ptr, y, graphs)
+    out = GraphBatch(x, edges, batch, edge_batch, ptr, y, graphs)
+    return out if device is None or device.type == "cpu" else out.to(device)
 
 
 # ------------------------------------------------------------------ offline generators

@@ -129,7 +129,7 @@ class LiftedComplex:
     def accepted_cells(self) -> list[list[int]]:
         """Node lists of the accepted 2-cells (cell and simplicial domains) or hyperedges."""
         if self.domain in _CELL_LIKE:
-            w = self.cell_w.detach() if self.cell_w is not None else torch.zeros(0)
+            w = self.cell_w.detach().cpu() if self.cell_w is not None else torch.zeros(0)
             return [c for c, wi in zip(self.cells, w.tolist()) if wi > 0.5]
         out: dict[int, list[int]] = {}
         for h, v, w in zip(self.he_of.tolist(), self.node_of.tolist(), self.member_w.tolist()):
@@ -155,16 +155,17 @@ class LiftedComplex:
         signed = V.check_bool(signed, "signed")
         weighted = V.check_bool(weighted, "weighted")
         n, E = self.n_nodes, self.edges.shape[0]
-        ew = self.edge_w.detach() if weighted else torch.ones(E)
-        B1 = torch.zeros(n, E)
-        ar = torch.arange(E)
+        dev = self.edges.device
+        ew = self.edge_w.detach() if weighted else torch.ones(E, device=dev)
+        B1 = torch.zeros(n, E, device=dev)
+        ar = torch.arange(E, device=dev)
         if E:
             B1[self.edges[:, 0], ar] = -ew if signed else ew
             B1[self.edges[:, 1], ar] = ew
         if self.domain in _CELL_LIKE:
-            B2 = torch.zeros(E, self.n_cells)
+            B2 = torch.zeros(E, self.n_cells, device=dev)
             if self.cell_of is not None and self.cell_of.numel():
-                cw = self.cell_w.detach() if weighted else torch.ones(self.n_cells)
+                cw = self.cell_w.detach() if weighted else torch.ones(self.n_cells, device=dev)
                 val = cw[self.cell_of]
                 if signed:
                     val = val * self._walk_signs()
@@ -172,10 +173,10 @@ class LiftedComplex:
             return B1, B2
         if signed:
             raise ValueError("signed: a hypergraph has no oriented boundary (cell domains only)")
-        H = torch.zeros(n, self.n_cells)
+        H = torch.zeros(n, self.n_cells, device=dev)
         if self.he_of is not None and self.he_of.numel():
             H[self.node_of, self.he_of] = self.member_w.detach() if weighted else 1.0
-        return H, torch.zeros(0, 0)
+        return H, torch.zeros(0, 0, device=dev)
 
     def _walk_signs(self) -> torch.Tensor:
         """+1 where a 2-cell's boundary walk (its node list, closed) runs along the edge's
@@ -184,7 +185,7 @@ class LiftedComplex:
         signs = []
         for c in self.cells:
             signs += [1.0 if a < b else -1.0 for a, b in zip(c, c[1:] + c[:1])]
-        return torch.tensor(signs)
+        return torch.tensor(signs, device=self.edges.device)
 
     def to_plain(self, graph: int = 0) -> dict:
         """Graph ``graph`` of the batch as a plain, library-free record (the ``toponetx`` export
@@ -253,7 +254,9 @@ def _cycle_edges(cycle: list[int], edge_id: dict) -> list[int]:
     return [edge_id[(min(a, b), max(a, b))] for a, b in zip(cycle, cycle[1:] + cycle[:1])]
 
 
-def _cells_from_cycles(per_graph_cycles, edge_id):
+def _cells_from_cycles(per_graph_cycles, edge_id, device=None):
+    """Cells and their (cell, edge) incidence from per-graph node cycles (enumerated on the
+    CPU); the index tensors are created on ``device``."""
     cells, cell_of, edge_of, cell_batch = [], [], [], []
     for gi, cycles in per_graph_cycles:
         for cyc in cycles:
@@ -265,9 +268,9 @@ def _cells_from_cycles(per_graph_cycles, edge_id):
             cell_batch.append(gi)
     return (
         cells,
-        torch.tensor(cell_of, dtype=torch.long),
-        torch.tensor(edge_of, dtype=torch.long),
-        torch.tensor(cell_batch, dtype=torch.long),
+        torch.tensor(cell_of, dtype=torch.long, device=device),
+        torch.tensor(edge_of, dtype=torch.long, device=device),
+        torch.tensor(cell_batch, dtype=torch.long, device=device),
     )
 
 
@@ -304,18 +307,18 @@ def _knn_within_graph(z: torch.Tensor, batch: torch.Tensor, k: int) -> torch.Ten
     """Indices ``[N, k]`` of each node's ``k`` nearest neighbours (Euclidean) inside its own
     graph, nearest first; ``-1`` where the graph has fewer than ``k + 1`` nodes. Distances are
     computed per graph (padded blocks), never across graphs."""
-    N = z.shape[0]
-    out = torch.full((N, k), -1, dtype=torch.long)
+    N, dev = z.shape[0], z.device
+    out = torch.full((N, k), -1, dtype=torch.long, device=dev)
     if N == 0 or k == 0:
         return out
     counts = torch.bincount(batch)
     B, nmax = counts.shape[0], int(counts.max())
     starts = torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
-    local = torch.arange(N) - starts[batch]
+    local = torch.arange(N, device=dev) - starts[batch]
     pad = z.new_zeros(B, nmax, z.shape[1])
     pad[batch, local] = z
     d = torch.cdist(pad, pad)  # [B, nmax, nmax]
-    valid = torch.arange(nmax)[None, :] < counts[:, None]  # [B, nmax]
+    valid = torch.arange(nmax, device=dev)[None, :] < counts[:, None]  # [B, nmax]
     d = d.masked_fill(~valid[:, None, :], float("inf"))
     d.diagonal(dim1=1, dim2=2).fill_(float("inf"))
     kk = min(k, nmax - 1)
@@ -329,7 +332,10 @@ def _knn_within_graph(z: torch.Tensor, batch: torch.Tensor, k: int) -> torch.Ten
 
 
 def _hyperedges_from_sets(sets: list[tuple[int, list[int]]], n_nodes: int, node_batch):
+    """Distinct hyperedges (at least two members) from (owner, members) sets; index tensors
+    on ``node_batch``'s device."""
     he_of, node_of, he_batch = [], [], []
+    owner_batch = node_batch.tolist()
     seen = set()
     for owner, members in sets:
         key = tuple(sorted(members))
@@ -339,11 +345,12 @@ def _hyperedges_from_sets(sets: list[tuple[int, list[int]]], n_nodes: int, node_
         h = len(he_batch)
         he_of += [h] * len(key)
         node_of += list(key)
-        he_batch.append(int(node_batch[owner]))
+        he_batch.append(owner_batch[owner])
+    dev = node_batch.device
     return (
-        torch.tensor(he_of, dtype=torch.long),
-        torch.tensor(node_of, dtype=torch.long),
-        torch.tensor(he_batch, dtype=torch.long),
+        torch.tensor(he_of, dtype=torch.long, device=dev),
+        torch.tensor(node_of, dtype=torch.long, device=dev),
+        torch.tensor(he_batch, dtype=torch.long, device=dev),
     )
 
 
@@ -378,12 +385,14 @@ def lift_static(
         n_nodes=int(batch.x.shape[0]),
         node_batch=batch.batch,
         edges=edges,
-        edge_w=torch.ones(E),
+        edge_w=torch.ones(E, device=edges.device),
         edge_batch=batch.edge_batch,
     )
+    # cycles, cliques and neighbourhoods are enumerated on the CPU, index lists moved after
+    dev = edges.device
     ptr = batch.ptr.tolist()
-    e_np = edges.numpy()
-    eb = batch.edge_batch.numpy()
+    e_np = edges.cpu().numpy()
+    eb = batch.edge_batch.cpu().numpy()
     if domain in _CELL_LIKE:
         if kind == "none":
             per = []
@@ -399,8 +408,8 @@ def lift_static(
                 )
                 per.append((gi, cyc))
         edge_id = {(a, b): i for i, (a, b) in enumerate(e_np.tolist())}
-        lc.cells, lc.cell_of, lc.edge_of, lc.cell_batch = _cells_from_cycles(per, edge_id)
-        lc.cell_w = torch.ones(len(lc.cells))
+        lc.cells, lc.cell_of, lc.edge_of, lc.cell_batch = _cells_from_cycles(per, edge_id, dev)
+        lc.cell_w = torch.ones(len(lc.cells), device=dev)
         return lc
     sets: list[tuple[int, list[int]]] = []
     N = lc.n_nodes
@@ -412,7 +421,7 @@ def lift_static(
         sets = [(v, nb) for v, nb in enumerate(nbrs)]
     elif kind == "knn":
         x_in = torch.cat([g.x for g in batch.graphs])
-        idx = _knn_within_graph(x_in, batch.batch, k)
+        idx = _knn_within_graph(x_in, batch.batch.cpu(), k).tolist()
         sets = [(v, [v] + [int(u) for u in idx[v] if u >= 0]) for v in range(N)]
     else:
         for gi in range(batch.n_graphs):
@@ -421,7 +430,7 @@ def lift_static(
             g.add_edges_from(e_np[eb == gi].tolist())
             sets += [(c[0], sorted(c)) for c in nx.find_cliques(g) if len(c) >= 3]
     lc.he_of, lc.node_of, lc.he_batch = _hyperedges_from_sets(sets, N, batch.batch)
-    lc.member_w = torch.ones(lc.he_of.shape[0])
+    lc.member_w = torch.ones(lc.he_of.shape[0], device=dev)
     return lc
 
 
@@ -447,7 +456,8 @@ def gumbel_size_mask(
     stochastic = V.check_bool(stochastic, "stochastic")
     K = logits.shape[1]
     if stochastic:
-        u = torch.rand(logits.shape, generator=generator).clamp_(1e-10, 1 - 1e-10)
+        u = torch.rand(logits.shape, generator=generator, device=logits.device)
+        u = u.clamp_(1e-10, 1 - 1e-10)
         g = -torch.log(-torch.log(u))
         soft = F.softmax((logits + g) / tau, dim=-1)
     else:
@@ -505,7 +515,7 @@ class CellLifter(nn.Module):
 
     def _candidate_edges(self, batch: GraphBatch, z: torch.Tensor) -> torch.Tensor:
         idx = _knn_within_graph(z.detach(), batch.batch, self.knn_edges)
-        src = torch.arange(z.shape[0]).repeat_interleave(idx.shape[1])
+        src = torch.arange(z.shape[0], device=z.device).repeat_interleave(idx.shape[1])
         dst = idx.flatten()
         ok = dst >= 0
         n = z.shape[0]
@@ -535,9 +545,10 @@ class CellLifter(nn.Module):
         lc = LiftedComplex(
             "cell", int(z.shape[0]), batch.batch, edges, edge_w, edge_batch, edge_p=edge_p
         )
-        keep = (edge_w.detach() > 0.5).numpy()
-        e_np = edges.numpy()
-        eb = edge_batch.numpy()
+        # cycles and triangles are enumerated on the CPU, their index lists moved after
+        keep = (edge_w.detach() > 0.5).cpu().numpy()
+        e_np = edges.cpu().numpy()
+        eb = edge_batch.cpu().numpy()
         ptr = batch.ptr.tolist()
         per = []
         for gi in range(batch.n_graphs):
@@ -548,14 +559,16 @@ class CellLifter(nn.Module):
             else:
                 per.append((gi, _basis_cycles(n_gi, e_np[sel], ptr[gi], self.max_cycle_len)))
         edge_id = {(a, b): i for i, (a, b) in enumerate(e_np.tolist())}
-        lc.cells, lc.cell_of, lc.edge_of, lc.cell_batch = _cells_from_cycles(per, edge_id)
+        dev = z.device
+        lc.cells, lc.cell_of, lc.edge_of, lc.cell_batch = _cells_from_cycles(per, edge_id, dev)
         C = len(lc.cells)
         if C:
-            members = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long)
+            members = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long, device=dev)
             owner = torch.repeat_interleave(
-                torch.arange(C), torch.tensor([len(c) for c in lc.cells])
+                torch.arange(C, device=dev),
+                torch.tensor([len(c) for c in lc.cells], device=dev),
             )
-            pooled = torch.zeros(C, z.shape[1]).index_add_(0, owner, z[members])
+            pooled = z.new_zeros(C, z.shape[1]).index_add_(0, owner, z[members])
             pooled = pooled / torch.bincount(owner, minlength=C)[:, None]
             cell_p = self._p(self.cell_head, pooled)
             lc.cell_p = cell_p
@@ -645,29 +658,31 @@ class HypergraphLifter(nn.Module):
         nbr = _knn_within_graph(z.detach(), batch.batch, self.k_max)  # [N, k_max]
         valid = nbr >= 0
         m = mask * valid
-        owner = torch.arange(N)
+        dev = z.device
+        owner = torch.arange(N, device=dev)
         # membership: the node itself (weight 1) and its ranked neighbours (weight m)
         rows = torch.cat([owner, owner.repeat_interleave(self.k_max)])
         cols = torch.cat([owner, nbr.clamp_min(0).flatten()])
         w = torch.cat([z.new_ones(N), m.flatten()])
-        pooled = torch.zeros(N, z.shape[1]).index_add_(0, rows, w[:, None] * z[cols])
-        pooled = pooled / torch.zeros(N).index_add_(0, rows, w)[:, None]
+        pooled = z.new_zeros(N, z.shape[1]).index_add_(0, rows, w[:, None] * z[cols])
+        pooled = pooled / z.new_zeros(N).index_add_(0, rows, w)[:, None]
         p = self.head(pooled)
         # merge identical vertex sets, keeping the most probable copy
         hard_sets = {}
         order = torch.argsort(p.detach(), descending=True).tolist()
+        nbr_l, in_l = nbr.tolist(), (m.detach() > 0.5).tolist()  # one transfer, not one per node
         keep_owner = []
         for v in order:
-            members = (v,) + tuple(sorted(int(u) for u, mm in zip(nbr[v], m[v]) if mm > 0.5))
+            members = (v,) + tuple(sorted(u for u, mm in zip(nbr_l[v], in_l[v]) if mm))
             key = tuple(sorted(members))
             if key in hard_sets:
                 continue
             hard_sets[key] = v
             keep_owner.append(v)
         keep_owner.sort()
-        keep = torch.tensor(keep_owner, dtype=torch.long)
-        remap = torch.full((N,), -1, dtype=torch.long)
-        remap[keep] = torch.arange(keep.numel())
+        keep = torch.tensor(keep_owner, dtype=torch.long, device=dev)
+        remap = torch.full((N,), -1, dtype=torch.long, device=dev)
+        remap[keep] = torch.arange(keep.numel(), device=dev)
         b = straight_through(p, _decide(p, stochastic, generator))
         sel = (remap[rows] >= 0) & (w.detach() > 0.5)
         he_of = remap[rows][sel]

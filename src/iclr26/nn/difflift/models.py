@@ -61,13 +61,16 @@ def _weighted_mean_pool(x, w, owner, n_groups):
 
 
 def _cell_members(lc: LiftedComplex) -> tuple[torch.Tensor, torch.Tensor]:
-    """(node, 2-cell) incidence pairs of a cell-domain complex as two index tensors."""
+    """(node, 2-cell) incidence pairs of a cell-domain complex as two index tensors, on the
+    complex's device."""
+    dev = lc.edges.device
     if not lc.cells:
-        empty = torch.zeros(0, dtype=torch.long)
+        empty = torch.zeros(0, dtype=torch.long, device=dev)
         return empty, empty
-    nodes = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long)
+    nodes = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long, device=dev)
     owner = torch.repeat_interleave(
-        torch.arange(len(lc.cells)), torch.tensor([len(c) for c in lc.cells])
+        torch.arange(len(lc.cells), device=dev),
+        torch.tensor([len(c) for c in lc.cells], device=dev),
     )
     return nodes, owner
 
@@ -340,6 +343,9 @@ class _GraphModel(nn.Module):
     def _prep(self, batch):
         if not isinstance(batch, GraphBatch):
             batch = collate(batch)
+        dev = next(self.parameters()).device
+        if batch.x.device != dev:  # a batch built on another device follows the model
+            batch = batch.to(dev)
         if batch.x.shape[1] != self.in_dim:
             raise ValueError(
                 f"batch: node features (with RWSE) have width {batch.x.shape[1]}, the model "
@@ -556,6 +562,26 @@ def _check_task(model, task: str) -> None:
         )
 
 
+def check_device(device) -> torch.device:
+    """``device`` as a ``torch.device``: a name such as ``"cpu"`` or ``"cuda:0"``, or a
+    ``torch.device``; a CUDA device needs a visible GPU."""
+    if isinstance(device, bool) or not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device: expected a device name or torch.device, got {device!r}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device: not a torch device name, got {device!r}") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r} requested but no CUDA device is available")
+    return dev
+
+
+def _sampler(device: torch.device, seed: int) -> torch.Generator:
+    """The acceptance-sampling generator, on ``device`` (the sampled tensors live there)."""
+    gen = torch.Generator() if device.type == "cpu" else torch.Generator(device=device)
+    return gen.manual_seed(seed)
+
+
 def train_graph_classifier(
     model: nn.Module,
     graphs,
@@ -565,19 +591,24 @@ def train_graph_classifier(
     batch_size: int = 32,
     seed: int = 0,
     progress=None,
+    device="cpu",
 ) -> list[float]:
     """Adam on the cross-entropy over shuffled mini-batches; returns the mean loss per epoch.
-    ``progress(epoch, loss)`` is called after each epoch when given."""
+    ``progress(epoch, loss)`` is called after each epoch when given. The model is moved to
+    ``device`` (and stays there) and each mini-batch is built on the CPU and moved to it; the
+    shuffling draws on the CPU whatever the device."""
     graphs = _check_graphs(graphs)
     _check_task(model, "graph")
     epochs = V.check_int(epochs, "epochs", low=1)
     lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
     batch_size = V.check_int(batch_size, "batch_size", low=1)
     seed = V.check_int(seed, "seed", low=0)
+    device = check_device(device)
+    model.to(device)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     if hasattr(model, "_generator"):
-        model._generator = torch.Generator().manual_seed(seed + 1)
+        model._generator = _sampler(device, seed + 1)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
     for epoch in range(epochs):
@@ -585,7 +616,7 @@ def train_graph_classifier(
         order = torch.randperm(len(graphs), generator=gen).tolist()
         total, count = 0.0, 0
         for i in range(0, len(order), batch_size):
-            b = collate([graphs[j] for j in order[i : i + batch_size]])
+            b = collate([graphs[j] for j in order[i : i + batch_size]], device=device)
             loss = F.cross_entropy(model(b), b.y)
             opt.zero_grad()
             loss.backward()
@@ -600,17 +631,26 @@ def train_graph_classifier(
 
 @torch.no_grad()
 def predict_logits(model: nn.Module, graphs, batch_size: int = 64) -> torch.Tensor:
+    """Class logits ``[n_graphs, n_classes]`` (eval mode), computed on the model's device and
+    returned on the CPU."""
     graphs = _check_graphs(graphs, labels=False)
     model.eval()
+    dev = next(model.parameters()).device
     return torch.cat(
-        [model(collate(graphs[i : i + batch_size])) for i in range(0, len(graphs), batch_size)]
+        [
+            model(collate(graphs[i : i + batch_size], device=dev)).cpu()
+            for i in range(0, len(graphs), batch_size)
+        ]
     )
 
 
-def accuracy(model: nn.Module, graphs, batch_size: int = 64) -> float:
-    """Test accuracy with deterministic acceptance (eval mode)."""
+def accuracy(model: nn.Module, graphs, batch_size: int = 64, *, device="cpu") -> float:
+    """Test accuracy with deterministic acceptance (eval mode); the model is moved to
+    ``device`` and evaluated there."""
     graphs = _check_graphs(graphs)
     _check_task(model, "graph")
+    batch_size = V.check_int(batch_size, "batch_size", low=1)
+    model.to(check_device(device))
     y = torch.tensor([g.y for g in graphs])
     return float((predict_logits(model, graphs, batch_size).argmax(1) == y).float().mean())
 
@@ -739,20 +779,25 @@ def train_node_classifier(
     lr: float = 1e-2,
     seed: int = 0,
     progress=None,
+    device="cpu",
 ) -> list[float]:
     """Transductive node classification: full-batch Adam on the cross-entropy of the nodes in
     ``train_mask`` (a model built with ``task="node"``; the whole graph is seen, only the masked
     labels are used), plus the model's ``auxiliary_loss(logits, y, mask)`` where it has one
-    (:class:`DCM`'s graph loss). Returns the training loss per epoch."""
+    (:class:`DCM`'s graph loss). Returns the training loss per epoch. The model, the graph and
+    the labels are moved to ``device`` (the model stays there)."""
     _check_task(model, "node")
     g, y, mask = _check_node_targets(graph, y, train_mask)
     epochs = V.check_int(epochs, "epochs", low=1)
     lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
     seed = V.check_int(seed, "seed", low=0)
+    device = check_device(device)
+    model.to(device)
+    y, mask = y.to(device), mask.to(device)
     torch.manual_seed(seed)
     if hasattr(model, "_generator"):
-        model._generator = torch.Generator().manual_seed(seed + 1)
-    batch = collate([g])
+        model._generator = _sampler(device, seed + 1)
+    batch = collate([g], device=device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     # a model with its own training signal (DCM's graph loss) adds it to the cross-entropy
     extra = getattr(model, "auxiliary_loss", None)
@@ -775,11 +820,13 @@ def train_node_classifier(
 
 
 @torch.no_grad()
-def node_accuracy(model: nn.Module, graph, y, mask) -> float:
-    """Accuracy on the nodes in ``mask`` with deterministic acceptance (eval mode)."""
+def node_accuracy(model: nn.Module, graph, y, mask, *, device="cpu") -> float:
+    """Accuracy on the nodes in ``mask`` with deterministic acceptance (eval mode); the model
+    is moved to ``device`` and evaluated there."""
     _check_task(model, "node")
     g, y, mask = _check_node_targets(graph, y, mask, "mask")
-    pred = model.eval()(collate([g])).argmax(1)
+    device = check_device(device)
+    pred = model.to(device).eval()(collate([g], device=device)).argmax(1).cpu()
     return float((pred[mask] == y[mask]).float().mean())
 
 

@@ -112,7 +112,7 @@ def hodge_operators(lc: LiftedComplex) -> tuple[torch.Tensor, torch.Tensor, torc
     lc = _check_complex(lc)
     B1, B2 = lc.boundary_matrices(signed=True, weighted=False)
     W1 = torch.diag(lc.edge_w.detach())
-    W2 = torch.diag(lc.cell_w.detach()) if lc.n_cells else torch.zeros(0, 0)
+    W2 = torch.diag(lc.cell_w.detach()) if lc.n_cells else B1.new_zeros(0, 0)
     A1, A2 = B1.abs(), B2.abs()
     L0 = B1 @ W1 @ B1.T
     L1 = A1.T @ A1 @ W1 + A2 @ W2 @ A2.T @ W1
@@ -169,12 +169,14 @@ class SCNLite(nn.Module):
 
     @staticmethod
     def _members(lc: LiftedComplex) -> tuple[torch.Tensor, torch.Tensor]:
+        dev = lc.edges.device
         if not lc.cells:
-            empty = torch.zeros(0, dtype=torch.long)
+            empty = torch.zeros(0, dtype=torch.long, device=dev)
             return empty, empty
-        nodes = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long)
+        nodes = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long, device=dev)
         owner = torch.repeat_interleave(
-            torch.arange(len(lc.cells)), torch.tensor([len(c) for c in lc.cells])
+            torch.arange(len(lc.cells), device=dev),
+            torch.tensor([len(c) for c in lc.cells], device=dev),
         )
         return nodes, owner
 
