@@ -73,13 +73,14 @@ class _PretrainedBase(nn.Module):
 
     def input_table(self) -> nn.Embedding:
         """The pretrained network's own token embedding."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define input_table")
 
     def get_input_embeddings(self) -> _LocalTable:
         return _LocalTable(self.input_table(), self._offset, self.vocab, self.pad_emb)
 
     def class_embedding(self, labels) -> torch.Tensor:
-        raise NotImplementedError
+        """The condition embedding of ``labels`` at position 0."""
+        raise NotImplementedError(f"{type(self).__name__} does not define class_embedding")
 
     def embed(self, labels, inputs, start: int = 0):
         """Inputs for positions ``start..start+L-1``: the class (condition) embedding at

@@ -22,7 +22,7 @@ from torch.nn import functional as F
 from iclr26 import validation as V
 
 from .lifting import LiftedComplex
-from .models import TASKS, CWNLite, _scatter_sum, _weighted_mean_pool
+from .models import TASKS, CWNLite, _cell_members, _scatter_sum, _weighted_mean_pool
 
 __all__ = ["SCNLite", "hodge_operators"]
 
@@ -167,19 +167,6 @@ class SCNLite(nn.Module):
             nn.Linear(hidden, n_classes),
         )
 
-    @staticmethod
-    def _members(lc: LiftedComplex) -> tuple[torch.Tensor, torch.Tensor]:
-        dev = lc.edges.device
-        if not lc.cells:
-            empty = torch.zeros(0, dtype=torch.long, device=dev)
-            return empty, empty
-        nodes = torch.tensor([v for c in lc.cells for v in c], dtype=torch.long, device=dev)
-        owner = torch.repeat_interleave(
-            torch.arange(len(lc.cells), device=dev),
-            torch.tensor([len(c) for c in lc.cells], device=dev),
-        )
-        return nodes, owner
-
     def _cross(self, x0, x1, x2, lc: LiftedComplex, ops: _Operators):
         """Boundary and coboundary messages: weighted means over faces and cofaces."""
         N, E, C = ops.N, ops.E, ops.C
@@ -203,7 +190,7 @@ class SCNLite(nn.Module):
         N, E, C = ops.N, ops.E, ops.C
         x1 = self.init1(0.5 * (x0[ops.u] + x0[ops.v])) if E else x0.new_zeros(0, x0.shape[1])
         if C:
-            nodes, owner = self._members(lc)
+            nodes, owner = _cell_members(lc)
             x2 = self.init2(_weighted_mean_pool(x0[nodes], x0.new_ones(len(nodes)), owner, C))
         else:
             x2 = x0.new_zeros(0, x0.shape[1])
