@@ -182,3 +182,66 @@ def test_timing_table_compares_verdicts_of_timing_claims(tmp_path):
     assert "| demo:timed | quick | 0 | reproduced | 0.4–2.6 | not reproduced |" in text
     assert "untimed" not in text and "0 of 1 timing claims kept their verdict." in text
     assert mod.main([str(tmp_path / "idle"), str(tmp_path / "loaded")]) == 1
+
+
+def _room_runs():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "room_runs.py"
+    spec = importlib.util.spec_from_file_location("room_runs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_room_runs_block_counts_seeds_and_marks_fragile(tmp_path):
+    mod = _room_runs()
+
+    def rec(claim, seed, verdict, **extra):
+        return dict(paper="demo", claim=claim, scale="quick", seed=seed, verdict=verdict,
+                    reason="failed: a | b" if verdict != "reproduced" else "all conditions hold",
+                    headline=["acc"], metrics={"acc": 0.5 + seed, "other": 3.0},
+                    wall_s=10.0 + seed, **extra)  # fmt: skip
+
+    timing = {"t": {"load_before": 0.5, "load_after": 2.25}}
+    records = [rec("timed", 0, "reproduced", baseline=timing),
+               rec("timed", 1, "not reproduced"), rec("timed", 2, "reproduced"),
+               rec("plain", 0, "inconclusive")]  # fmt: skip
+    text = mod.block("demo", records, {"git": "abc1234", "jobs": 2, "host_cpus": 2,
+                                       "started": "2026-01-02T03:04:05"}, "quick")  # fmt: skip
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert "**fragile**: 1 not reproduced, 2 reproduced" in rows["timed"]
+    assert "| 0, 1, 2 | 12 | 0.5-2.2 | acc 0.5 |" in rows["timed"]  # the longest seed's wall
+    assert "| inconclusive | 0 | 10 |  | acc 0.5 | failed: a \\| b |" in rows["plain"]
+    assert "commit `abc1234`, 2026-01-02" in text
+
+
+def test_room_runs_places_block_once_and_papers_table_ignores_it():
+    mod = _room_runs()
+    readme = ("# demo\n\n## Claims\n\n| claim | says | verdict |\n|---|---|---|\n"
+              "| c1: setting | x | reproduced |\n\nprose\n\n## Deviations\n\n- none\n")  # fmt: skip
+    new = "<!-- quick-run -->\n| claim (run) | verdict |\n|---|---|\n| c1 | not reproduced |\n<!-- /quick-run -->"
+    once = mod.place(readme, new)
+    assert once.index("prose") < once.index("<!-- quick-run -->") < once.index("## Deviations")
+    assert mod.place(once, new) == once  # replaced in place, not added again
+    again = mod.place(once, new.replace("not reproduced", "reproduced"))
+    assert again.count("<!-- quick-run -->") == 1 and "| c1 | reproduced |" in again
+    assert mod.place("# no claims here\n", new) is None
+
+
+def test_room_runs_matches_table_rows_by_claim_name(tmp_path):
+    mod = _room_runs()
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "## Claims\n\n| claim | says | verdict |\n|---|---|---|\n"
+        "| fit-time-scaling: one thread | x | reproduced (fragile) |\n"
+        "| C2 internalised reasoning | y | **not reproduced** |\n\n"
+        "| claim (run) | verdict |\n|---|---|\n| fit-time-scaling | inconclusive |\n"
+    )
+    rows = mod.table_rows(readme)
+    assert rows == [("fit-time-scaling: one thread", "reproduced"),
+                    ("C2 internalised reasoning", "not reproduced")]  # fmt: skip
+    assert mod._match("fit-time-scaling", rows) == "reproduced"
+    assert mod._match("C2-internalised-reasoning", rows) == "not reproduced"
+    assert mod._match("unknown-claim", rows) is None

