@@ -20,8 +20,9 @@ from iclr26 import catalog  # noqa: E402
 VERDICTS = ("reproduced", "inconclusive", "not reproduced", "skipped", "error")
 
 
-def room_verdicts(readme: Path) -> list[str]:
-    """The verdict of each row of the room README's claim table (its last column)."""
+def claim_rows(readme: Path) -> list[tuple[str, str]]:
+    """(first cell, verdict) of each row of the room README's claim tables (the verdict is the
+    last column), in order."""
     if not readme.is_file():
         return []
     text = readme.read_text(encoding="utf-8")
@@ -46,9 +47,14 @@ def room_verdicts(readme: Path) -> list[str]:
         last = cells[-1].lower().lstrip("*_ ")
         for v in ("not reproduced", "reproduced", "inconclusive", "skipped", "error"):
             if last.startswith(v):
-                out.append(v)
+                out.append((cells[0].strip("*` "), v))
                 break
     return out
+
+
+def room_verdicts(readme: Path) -> list[str]:
+    """The verdict of each row of the room README's claim table (its last column)."""
+    return [verdict for _first, verdict in claim_rows(readme)]
 
 
 def table() -> str:

@@ -26,7 +26,7 @@ from iclr26.claims import claims_for  # noqa: E402
 from iclr26.runner import load_results, verdict_summary  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from papers_table import room_verdicts  # noqa: E402
+from papers_table import claim_rows  # noqa: E402
 
 START, END = "<!-- quick-run -->", "<!-- /quick-run -->"
 
@@ -61,25 +61,7 @@ def _numbers(record: dict, k: int = 3) -> str:
 
 def table_rows(readme: Path) -> list[tuple[str, str]]:
     """(first cell, verdict) of each row of the README's hand-written claim tables."""
-    verdicts = room_verdicts(readme)
-    text = readme.read_text(encoding="utf-8")
-    body = re.split(r"^## Claims\s*$", text, flags=re.M)[1]
-    body = re.split(r"^## ", body, flags=re.M)[0]
-    firsts, in_claims = [], False
-    for line in body.splitlines():
-        if not line.strip().startswith("|"):
-            in_claims = False
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if cells[0] == "claim":
-            in_claims = True
-            continue
-        if not in_claims or len(cells) < 2 or set(cells[0]) <= {"-", ":"}:
-            continue
-        last = cells[-1].lower().lstrip("*_ ")
-        if last.startswith(("not reproduced", "reproduced", "inconclusive", "skipped", "error")):
-            firsts.append(cells[0].strip("*` "))
-    return list(zip(firsts, verdicts, strict=False))
+    return claim_rows(readme)
 
 
 def _match(claim_name: str, rows: list[tuple[str, str]]) -> str | None:
