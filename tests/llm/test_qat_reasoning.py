@@ -523,3 +523,100 @@ def test_finetune_restores_model_after_mid_training_error():
         qat.finetune(q, teacher, pairs, _Tok())
     assert calls["n"] == 3
     assert all(torch.equal(before[k], v) for k, v in q.state_dict().items())
+
+
+# ------------------------------------------------------------------ teacher fine-tune and eval
+
+
+def _sft_pairs_mixed():
+    """CoT pairs of several lengths and prompt-free code rows, some cut by max_len."""
+    pairs = [(p.prompt, p.completion) for p in arithmetic_problems(12, (2, 3, 5), seed=4)]
+    pairs += [("", "def f(x):\n    return x * 2 + 1  # a longer code row " * 2)] * 3
+    pairs += [("", "x = 1")]
+    return pairs
+
+
+def test_sft_finetune_matches_shared_finetune_lm():
+    """The grouped, label-positions-only loop takes the same steps as the padded one."""
+    from iclr26.llm.qat_reasoning.teacher import sft_finetune
+    from iclr26.models.tinylm import finetune_lm
+
+    pairs = _sft_pairs_mixed()
+    ref, ours = tiny_llama(seed=3), tiny_llama(seed=3)
+    finetune_lm(ref, _Tok(), pairs, steps=4, lr=3e-3, batch=6, seed=1, max_len=40)
+    sft_finetune(ours, _Tok(), pairs, steps=4, lr=3e-3, batch=6, seed=1, max_len=40)
+    assert ours.tinylm_meta["losses"] == pytest.approx(ref.tinylm_meta["losses"], rel=1e-5)
+    for (name, a), b in zip(ref.state_dict().items(), ours.state_dict().values()):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4), name
+    assert not ours.training
+
+
+def test_sft_step_loss_counts_only_completion_tokens():
+    from iclr26.llm.qat_reasoning.teacher import encode_examples, sft_step_loss
+
+    model = tiny_llama(seed=5)
+    tok = _Tok()
+    rows, starts = encode_examples(tok, [("ab", "cd"), ("", "xyz")], max_len=None)
+    assert starts == [2, 0] and rows[0][-1] == tok.eos_token_id
+    loss, count = sft_step_loss(model, rows, starts, [0, 1], tok.pad_token_id, scale=0.0)
+    assert count == 3 + 3  # "cd<eos>" and "yz<eos>" (a row's first token is never a label)
+    with torch.no_grad():
+        ids = torch.tensor([rows[0], rows[1] + [0]])
+        labels = torch.tensor([[-100, -100] + rows[0][2:], rows[1] + [-100]])
+        want = model(input_ids=ids, labels=labels).loss
+    assert loss == pytest.approx(float(want), rel=1e-5)
+
+
+def test_length_groups_partition_and_padding():
+    from iclr26.llm.qat_reasoning.teacher import length_groups
+
+    lengths = [64, 20, 21, 64, 40, 22, 64, 41]
+    groups = length_groups(lengths, overhead=8)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    padded = sum(len(g) * max(lengths[i] for i in g) for g in groups)
+    assert padded < len(lengths) * max(lengths)
+    assert {tuple(sorted(lengths[i] for i in g)) for g in groups} == {
+        (20, 21, 22),
+        (40, 41),
+        (64, 64, 64),
+    }
+    assert len(length_groups(lengths, overhead=10_000)) == 1
+
+
+def test_frozen_eval_model_has_the_same_outputs():
+    from iclr26.llm.qat_reasoning.evaluate import frozen_for_eval
+
+    q = rtn_quantize(tiny_llama(), bits=2, group_size=32)
+    q.train()
+    frozen = frozen_for_eval(q)
+    assert not quant_layers(frozen) and len(quant_layers(q)) == 14 and q.training
+    x = ids(3, 12)
+    with torch.no_grad():
+        assert torch.equal(frozen(input_ids=x).logits, q(input_ids=x).logits)
+    name = next(iter(quant_layers(q)))
+    q.get_submodule(name).set_input_scale(torch.full((32,), 2.0))
+    assert list(quant_layers(frozen_for_eval(q))) == [name]  # kept: its forward divides x
+    plain = tiny_llama()
+    assert frozen_for_eval(plain) is plain
+
+
+@pytest.mark.parametrize("loss", ["R", "S"])
+def test_stage2_on_label_positions_matches_padded_batches(monkeypatch, loss):
+    from iclr26.llm.qat_reasoning import pipeline
+
+    teacher = tiny_llama()
+    pairs = [(p.prompt, p.completion) for p in arithmetic_problems(12, (2, 3, 5), seed=6)]
+    runs = {}
+    for mode in ("label positions", "padded"):
+        if mode == "padded":  # the plain path: full logits of the padded, masked batch
+            monkeypatch.setattr(pipeline, "head_and_body", lambda model: None)
+        qat = ReasoningQAT(bits=2, group_size=32, loss=loss, ft_steps=3, ft_batch=5,
+                           lr_weight=1e-3, lr_quant=1e-3)  # fmt: skip
+        q = qat.quantize(teacher)
+        qat.finetune(q, teacher, pairs, _Tok())
+        runs[mode] = (qat.history_, q.state_dict())
+    (h1, s1), (h2, s2) = runs["label positions"], runs["padded"]
+    for key in ("loss", "rectified_ce", "kl"):
+        assert h1[key] == pytest.approx(h2[key], rel=1e-5, abs=1e-7), key
+    for name, value in s1.items():
+        assert torch.allclose(value, s2[name], atol=1e-5, rtol=1e-4), name

@@ -5,6 +5,7 @@ held-out stdlib code. Their mean is the average score."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,11 +16,39 @@ from torch import nn
 
 from iclr26 import validation as V
 from iclr26.llm.qat_reasoning.calibrate import model_device
+from iclr26.llm.qat_reasoning.quant import QuantLinear
 from iclr26.llm.qat_reasoning.tasks import ArithmeticProblem, arithmetic_problems, parse_answer
 from iclr26.models import hf_compat
 
 
-@torch.no_grad()
+def frozen_for_eval(model: nn.Module) -> nn.Module:
+    """The model as it is evaluated: without QuantLinear modules it is ``model`` itself;
+    otherwise a copy in which every QuantLinear without an explicit input scale is an
+    ``nn.Linear`` holding its dequantized weight. The copy computes exactly the same outputs
+    (the QuantLinear forward multiplies by that same weight) without re-running the quantizer
+    at every forward pass of greedy decoding; ``model`` is not changed."""
+    names = [
+        n for n, m in model.named_modules() if isinstance(m, QuantLinear) and m.input_scale is None
+    ]
+    if not names:
+        return model
+    frozen = copy.deepcopy(model)
+    for name in names:
+        q = frozen.get_submodule(name)
+        w = q.weight
+        lin = nn.Linear(
+            q.in_features, q.out_features, bias=q.bias is not None, device=w.device, dtype=w.dtype
+        )
+        with torch.no_grad():
+            lin.weight.copy_(q.dequantized_weight().to(w.dtype))
+            if q.bias is not None:
+                lin.bias.copy_(q.bias)
+        parent, _, attr = name.rpartition(".")
+        setattr(frozen.get_submodule(parent) if parent else frozen, attr, lin)
+    return frozen.eval()
+
+
+@torch.inference_mode()
 def greedy_decode(model: nn.Module, ids: torch.Tensor, max_new_tokens: int, eos_token_id=None):
     """Greedy decoding with the KV cache for a batch of equal-length prompts, on the model's
     device; returns only the new tokens ``(batch, <= max_new_tokens)``."""
@@ -58,6 +87,7 @@ def reasoning_exact_match(
         ids = tokenizer.encode(p.prompt, add_special_tokens=False)
         by_len.setdefault(len(ids), []).append((i, ids))
     correct = 0
+    model = frozen_for_eval(model)
     was_training = model.training
     model.eval()
     try:
@@ -74,7 +104,7 @@ def reasoning_exact_match(
     return correct / len(problems)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def lm_scores(model: nn.Module, windows: torch.Tensor, batch_size: int = 16) -> dict[str, float]:
     """Perplexity and next-token top-1 accuracy over non-overlapping token ``windows``
     ``(n, seq_len)`` (one pass for both)."""
@@ -135,6 +165,7 @@ class EvalSuite:
         """EM per k, ppl, ppl score (``ppl_reference / ppl``; without a reference the model
         is its own, score 1), next-token accuracy and the average of the normalised scores."""
         max_new_tokens = self.max_new_tokens if max_new_tokens is None else max_new_tokens
+        model = frozen_for_eval(model)
         out = {
             f"em_k{k}": reasoning_exact_match(model, tokenizer, probs, max_new_tokens)
             for k, probs in self.problems.items()

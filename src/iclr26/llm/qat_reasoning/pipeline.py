@@ -27,6 +27,7 @@ from iclr26.llm.qat_reasoning.calibrate import (
 from iclr26.llm.qat_reasoning.loss import RewardRectificationLoss
 from iclr26.llm.qat_reasoning.quant import QuantLinear, check_bits, quant_layers, quantize_model
 from iclr26.llm.qat_reasoning.tasks import MixedDomainCalibration
+from iclr26.llm.qat_reasoning.teacher import head_and_body, length_groups
 from iclr26.models.tinylm import cosine_with_warmup
 
 LOSSES = ("R", "S", "KD")
@@ -71,6 +72,47 @@ def _collate(rows, pad_id: int):
         labels[r, : len(lab)] = torch.tensor(lab)
         attn[r, : len(i)] = 1
     return ids, labels, attn
+
+
+def label_logits(model_q: nn.Module, teacher: nn.Module | None, batch, pad_id: int):
+    """Student logits (with grad) and teacher logits (without) at the positions of ``batch``
+    whose next token carries a label, as ``(1, M, vocab)``, with those labels ``(1, M)`` (for a
+    loss with ``shift_labels=False``); ``(None, None, None)`` when no label is left. Rows run in
+    groups of similar length, right-padded without an attention mask (under the causal mask a
+    real position never sees the padding after it), and the output layer runs only at the
+    labelled positions: the per-token losses are those of the padded batch."""
+    device = model_device(model_q)
+    lengths = [len(ids) for ids, _ in batch]
+    students, teachers, targets = [], [], []
+    for group in length_groups(lengths):
+        width = max(lengths[g] for g in group)
+        ids = torch.full((len(group), width), pad_id, dtype=torch.long)
+        r_idx, p_idx, tgt = [], [], []
+        for r, g in enumerate(group):
+            seq, lab = batch[g]
+            ids[r, : len(seq)] = torch.tensor(seq)
+            for t in range(1, len(lab)):
+                if lab[t] != -100:
+                    r_idx.append(r)
+                    p_idx.append(t - 1)
+                    tgt.append(lab[t])
+        if not tgt:
+            continue
+        ids = ids.to(device)
+        r_t, p_t = torch.tensor(r_idx, device=device), torch.tensor(p_idx, device=device)
+        body, head = head_and_body(model_q)
+        students.append(head(body(input_ids=ids, use_cache=False).last_hidden_state[r_t, p_t]))
+        if teacher is not None:
+            body_t, head_t = head_and_body(teacher)
+            with torch.no_grad():
+                h_t = body_t(input_ids=ids, use_cache=False).last_hidden_state
+                teachers.append(head_t(h_t[r_t, p_t]))
+        targets.append(torch.tensor(tgt, device=device))
+    if not targets:
+        return None, None, None
+    student = torch.cat(students)[None]
+    teacher_logits = torch.cat(teachers)[None] if teacher is not None else None
+    return student, teacher_logits, torch.cat(targets)[None]
 
 
 class ReasoningQAT:
@@ -243,18 +285,35 @@ class ReasoningQAT:
             teacher.eval()
         model_q.train()
         torch.manual_seed(self.seed)
+        # per-token loss on models whose logits are a linear map of the last hidden state:
+        # the output layer runs at the labelled positions only, rows in groups of similar
+        # length (the same loss and gradient as the padded batch, see label_logits)
+        flat = self.criterion.granularity == "token" and head_and_body(model_q) is not None
+        flat = flat and (not teacher_needed or head_and_body(teacher) is not None)
+        criterion = self.criterion
+        if flat:
+            criterion = copy.copy(self.criterion)
+            criterion.shift_labels = False
         try:
             for step in range(steps):
                 pick = rng.integers(0, len(rows), size=self.ft_batch)
-                ids, labels, attn = (t.to(device) for t in _collate([rows[i] for i in pick], pad))
-                if not bool((labels[:, 1:] != -100).any()):
-                    continue
-                student = model_q(input_ids=ids, attention_mask=attn).logits
-                teacher_logits = None
-                if teacher_needed:
-                    with torch.no_grad():
-                        teacher_logits = teacher(input_ids=ids, attention_mask=attn).logits
-                loss, terms = self.criterion(student, teacher_logits, labels, return_terms=True)
+                batch = [rows[i] for i in pick]
+                if flat:
+                    student, teacher_logits, labels = label_logits(
+                        model_q, teacher if teacher_needed else None, batch, pad
+                    )
+                    if student is None:
+                        continue
+                else:
+                    ids, labels, attn = (t.to(device) for t in _collate(batch, pad))
+                    if not bool((labels[:, 1:] != -100).any()):
+                        continue
+                    student = model_q(input_ids=ids, attention_mask=attn).logits
+                    teacher_logits = None
+                    if teacher_needed:
+                        with torch.no_grad():
+                            teacher_logits = teacher(input_ids=ids, attention_mask=attn).logits
+                loss, terms = criterion(student, teacher_logits, labels, return_terms=True)
                 if not torch.isfinite(loss):
                     raise FloatingPointError(
                         f"stage-2 loss became {float(loss)} at step {step}; lower lr_weight"
