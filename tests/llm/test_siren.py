@@ -219,6 +219,92 @@ def test_ao_scoring_is_one_forward_pass_over_digits(lm):
     assert ratings_from_probs(np.array([[0, 0, 0, 0.5, 0.5]]), expected=True)[0] == 4.5
 
 
+def test_forward_at_last_right_padded_batch_matches_each_row_alone(lm):
+    model, tok = lm
+    prompts = ["Recent: a = 4\nCandidate: b\n", "Candidate: c\n", "Recent: x = 1 ; y = 5\n"]
+    rows = encode_rows(tok, prompts, AO_SUFFIX)
+    assert len({len(r) for r in rows}) == 3  # unequal lengths: the right-padded path
+    with torch.no_grad():
+        logits, states = forward_at_last(model, rows, tok.pad_token_id, hidden=True)
+        for k, row in enumerate(rows):
+            alone, alone_states = forward_at_last(model, [row], tok.pad_token_id, hidden=True)
+            assert torch.allclose(logits[k], alone[0], atol=1e-4)
+            assert torch.allclose(states[k], alone_states[0], atol=1e-4)
+
+
+def test_supervised_positions_loss_is_the_models_own_loss(lm):
+    from iclr26.llm.siren.lm import supervised_positions_loss
+
+    model, tok = lm
+    model = copy.deepcopy(model).train()
+    pairs = [("Recent: a = 4\nCandidate: b\n", ao_answer(4)), ("Candidate: c\n", ao_answer(2))]
+    seqs = [tok.encode(p + c, add_special_tokens=False) for p, c in pairs]
+    n_prompt = [len(tok.encode(p, add_special_tokens=False)) for p, _ in pairs]
+    width = max(map(len, seqs))
+    ids = torch.zeros((2, width), dtype=torch.long)
+    attn, labels = torch.zeros_like(ids), torch.full_like(ids, -100)
+    for r, seq in enumerate(seqs):  # right-padded, loss on the completion only (as finetune_lm)
+        ids[r, : len(seq)], attn[r, : len(seq)] = torch.tensor(seq), 1
+        labels[r, n_prompt[r] : len(seq)] = torch.tensor(seq[n_prompt[r] :])
+
+    def loss_and_grads():
+        model.zero_grad(set_to_none=True)
+        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in model.parameters()]
+
+    own, own_grads = loss_and_grads()
+    with supervised_positions_loss(model):
+        fast, fast_grads = loss_and_grads()
+        # a left-padded (masked) batch is not the right-padded case: the model's own forward
+        left = model(input_ids=ids.flip(1), attention_mask=attn.flip(1), labels=labels.flip(1))
+        assert left.logits.shape == (2, width, model.config.vocab_size)
+    assert "forward" not in vars(model)  # the model's own forward is back
+    assert fast == pytest.approx(own, rel=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(own_grads, fast_grads, strict=True))
+
+
+def test_cot_answer_states_reuse_the_decoding_step_and_match_a_full_pass(lm):
+    """Where the model writes ``</think><answer>`` itself, the states at ``<answer>`` come from
+    its decoding step; they equal a fresh forward pass over ``x_CoT`` (and so do the rows that
+    need that pass)."""
+    from iclr26.llm.siren.lm import cot_answer_states, generate_cot
+
+    model, tok = lm
+    ids = [tok.encode(t, add_special_tokens=False)[0] for t in ("<think>", "x", "</think>")]
+    script = ids + [tok.encode("<answer>", add_special_tokens=False)[0]]
+
+    class Scripted(type(model)):  # greedy decoding writes ``script``, then chooses freely
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None,
+                    use_cache=None, logits_to_keep=0, **kwargs):  # fmt: skip
+            out = super().forward(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                cache=cache, use_cache=use_cache, logits_to_keep=logits_to_keep, **kwargs,
+            )  # fmt: skip
+            self.step = 0 if input_ids.shape[1] > 1 else self.step + 1
+            if self.forcing and self.step < len(script):
+                out.logits[:, -1] = -1e4
+                out.logits[:, -1, script[self.step]] = 1e4
+            return out
+
+    scripted = copy.deepcopy(model)
+    scripted.__class__, scripted.forcing = Scripted, True
+    prompts = ["Recent: a = 4\nCandidate: b\n", "Candidate: c ; d\n", "Recent: x = 1\n"]
+    gen, states, logits = cot_answer_states(scripted, tok, prompts, max_new_tokens=6)
+    assert all(g[:4] == script for g in gen)  # every row took the decoding-step path
+    scripted.forcing = False  # the plain model, for the free rows and the reference pass
+    free_gen, free_states, _ = cot_answer_states(scripted, tok, prompts, max_new_tokens=6)
+    assert free_gen == generate_cot(model, tok, prompts, max_new_tokens=6)[1]
+    for g_all, st_all, lg_all in ((gen, states, logits), (free_gen, free_states, None)):
+        rows = cot_answer_rows(tok, prompts, g_all)
+        with torch.no_grad():
+            for k, row in enumerate(rows):
+                lg, st = forward_at_last(model, [row], tok.pad_token_id, hidden=True)
+                assert torch.allclose(st_all[k], st[0], atol=1e-4)
+                if lg_all is not None:
+                    assert torch.allclose(lg_all[k], lg[0], atol=1e-3)
+
+
 # ---------------------------------------------------------------- hidden alignment
 def test_alignment_loss_hand_computation():
     a = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
@@ -280,6 +366,34 @@ def test_equal_rewards_in_a_group_give_zero_advantage():
     rewards = siren_reward(same + mixed, [4] * 8)
     adv = grpo_advantages(rewards, 4)
     assert torch.isfinite(adv).all() and torch.all(adv[:4] == 0) and adv[4] > 0 > adv[5]
+
+
+def test_grpo_response_logits_policy_gives_the_trainers_log_probs(lm):
+    from iclr26.llm.siren.stages import _ResponseLogits
+    from iclr26.rl.grpo import sample_rollouts
+    from iclr26.rl.grpo.rollout import token_logprobs
+
+    model, tok = lm
+    model = copy.deepcopy(model)
+    rows = encode_rows(tok, ["Recent: a = 4\nCandidate: b\n", "Candidate: c\n"])
+    ro = sample_rollouts(model, rows, 2, 5, tok.eos_token_id, tok.pad_token_id,
+                         generator=torch.Generator().manual_seed(0))  # fmt: skip
+    tail = [ro.input_ids.shape[1] - ro.prompt_len + 1]
+    wrapped = _ResponseLogits(model, tail)
+    assert [p for p in wrapped.parameters()] == [p for p in model.parameters()]
+    results = []
+    for policy in (model, wrapped):
+        model.zero_grad(set_to_none=True)
+        logp, _ = token_logprobs(policy, ro)
+        (logp * ro.response_mask).sum().backward()
+        results.append((logp.detach(), [p.grad.clone() for p in model.parameters()]))
+    (plain, plain_grads), (fast, fast_grads) = results
+    assert torch.isfinite(fast).all() and torch.allclose(plain, fast, atol=1e-5)
+    assert all(
+        torch.allclose(a, b, atol=1e-5) for a, b in zip(plain_grads, fast_grads, strict=True)
+    )
+    tail[0] = None  # unknown width: every position, the model's own forward
+    assert torch.equal(token_logprobs(wrapped, ro)[0], token_logprobs(model, ro)[0])
 
 
 def test_grpo_stage_uses_the_spec_defaults():
@@ -426,6 +540,39 @@ def test_lora_target_ablation_is_full_scale_and_adapts_only_its_projections(lm, 
         adapted = {n.split(".lora_")[0].rsplit(".", 1)[-1] for n in trainable}
         assert adapted == set(targets), name
         assert sum(trainable.values()) == lora_parameters(model, targets, rank=2), name
+
+
+def test_a_cached_stage_is_trained_once_when_two_callers_ask_at_once(lm, tmp_path):
+    import threading
+    import time
+
+    from iclr26.llm.siren.claims import _cached_weights
+
+    model, _ = lm
+    path, builds = tmp_path / "stage.pt", []
+
+    def build(m):
+        builds.append(1)
+        time.sleep(0.3)  # the second caller arrives while the first is still training
+        with torch.no_grad():
+            next(m.parameters()).add_(1.0)
+        return m
+
+    out = [None, None]
+
+    def ask(k):
+        out[k] = _cached_weights(path, copy.deepcopy(model), build)
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and path.exists()
+    first, second = (next(m.parameters()) for m in out)
+    assert torch.equal(first, second) and not torch.equal(first, next(model.parameters()))
+    _cached_weights(path, copy.deepcopy(model), build)  # a later caller only loads
+    assert len(builds) == 1
 
 
 # ---------------------------------------------------------------- MovieLens-100k

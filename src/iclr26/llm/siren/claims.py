@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from iclr26 import validation as V
-from iclr26.claims import Context, Result, Scale, claim
+from iclr26.claims import Context, Result, Scale, build_lock, claim
 from iclr26.llm.siren.baselines import BiasedMF, UserMean, mae_rmse
 from iclr26.llm.siren.data import movielens100k, topic_ratings
 from iclr26.llm.siren.lm import (
@@ -121,22 +121,29 @@ def _stage_path(ctx: Context, s: dict, seed: int, stage: str):
         and not (k == "data" and v == "synthetic")
     }
     keyed["kd"] = ctx.scale is Scale.FULL
-    key = stable_hash({"s": keyed, "seed": seed, "stage": stage, "v": 1, **version_tag()})
+    # v2: stage 0 computes its loss at the completion positions only and stage 2 runs right-
+    # padded causal batches (the same losses; the trained weights differ at float level)
+    key = stable_hash({"s": keyed, "seed": seed, "stage": stage, "v": 2, **version_tag()})
     folder = cache_dir() / "siren"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{stage}-{key}.pt"
 
 
 def _cached_weights(path, model, build):
-    """Load ``model``'s weights from ``path`` or build them (``build(model) -> model``)."""
-    if path is not None and path.exists():
-        model.load_state_dict(torch.load(path, map_location="cpu"))
-        return model.eval()
-    model = build(model)
-    if path is not None:
-        tmp = path.with_suffix(".tmp")
-        torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, tmp)
-        tmp.replace(path)
+    """Load ``model``'s weights from ``path`` or build them (``build(model) -> model``). The
+    build holds the entry's lock (``build_lock``): a second claim process asking for the same
+    stage, e.g. C3 started beside C2, waits and loads it instead of training it again."""
+    if path is None:
+        return build(model).eval()
+    if not path.exists():
+        with build_lock(path):
+            if not path.exists():
+                model = build(model)
+                tmp = path.with_suffix(".tmp")
+                torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, tmp)
+                tmp.replace(path)
+                return model.eval()
+    model.load_state_dict(torch.load(path, map_location="cpu"))
     return model.eval()
 
 
@@ -191,16 +198,17 @@ class Pipeline:
         texts = list(self.data.item_text)
         key = stable_hash({"texts": texts, "encoder": "all-MiniLM-L6-v2", "v": 1})
         path = cache_dir() / "siren" / f"item-embeddings-{key}.npy"
-        if path.exists():
-            return np.load(path)
-        from iclr26.llm.siren.sketch import embed_descriptions
+        if not path.exists():
+            with build_lock(path):  # C1 and C2 start together: one of them encodes
+                if not path.exists():
+                    from iclr26.llm.siren.sketch import embed_descriptions
 
-        emb = embed_descriptions(texts, "minilm")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, emb)
-        tmp.replace(path)
-        return emb
+                    emb = embed_descriptions(texts, "minilm")
+                    tmp = path.with_suffix(".tmp.npy")
+                    np.save(tmp, emb)
+                    tmp.replace(path)
+                    return emb
+        return np.load(path)
 
     def prompt_tokens(self, name: str, split: str = "test") -> float:
         return float(
@@ -234,7 +242,7 @@ class Pipeline:
             completions, s["sft"], 2e-3, s["batch"], self.seed,
             cache_name=None
             if self.ctx.scale is Scale.SMOKE
-            else f"siren-{name.replace(':', '-')}-{s['model']}",
+            else f"siren-{name.replace(':', '-')}-{s['model']}-v2",
         )  # fmt: skip
 
     def ao_model(self, name: str):

@@ -4,6 +4,7 @@ pass), chain-of-thought decoding, and the decoder-layer hidden states at ``<answ
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Sequence
@@ -89,12 +90,53 @@ def _prompt_pass_last_logits(model):
     return wrapper
 
 
+def _keeps_positions(model) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` as per-row positions (a 2-D
+    tensor: transformers 5), so the vocabulary projection can be limited to chosen tokens."""
+    if not _last_logits_only(model):
+        return False
+    try:
+        from transformers.modeling_utils import slice_logits_to_keep
+    except ImportError:
+        return False
+    probe = torch.zeros((1, 2, 1))
+    try:
+        kept = slice_logits_to_keep(probe, torch.tensor([[True, False]]))
+    except (TypeError, IndexError, RuntimeError):
+        return False
+    return tuple(kept.shape) == (1, 1)
+
+
 def forward_at_last(model, rows: Sequence[Sequence[int]], pad_id: int, hidden: bool = False):
-    """One forward pass over left-padded ``rows``; returns the logits at the last column
-    ``[B, V]`` and, with ``hidden``, the decoder-layer outputs there ``[B, L, d]`` (hidden
-    states 1..L). Differentiable."""
-    ids, attn = left_pad(rows, pad_id)
+    """One forward pass over ``rows``; returns the logits at each row's last token ``[B, V]``
+    and, with ``hidden``, the decoder-layer outputs there ``[B, L, d]`` (hidden states 1..L).
+    Differentiable.
+
+    Rows of unequal length are padded on the right and run without a padding mask: under
+    causal attention a real token never attends to the padding after it, so its states are
+    those of the row alone (positions from 0, as in a left-padded batch with its mask), and
+    the attention kernel takes its causal path; the vocabulary projection is computed at each
+    row's last token only. Rows of one length, and models that cannot keep per-row positions,
+    run as a left-padded batch with its mask."""
     dev = _device(model)
+    if len({len(r) for r in rows}) > 1 and _keeps_positions(model):
+        lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+        ids = torch.full((len(rows), int(lengths.max())), int(pad_id), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+        last = (lengths - 1).to(dev)
+        out = model(
+            input_ids=ids.to(dev),
+            output_hidden_states=hidden,
+            use_cache=False,
+            logits_to_keep=last[:, None],
+        )
+        logits = out.logits[:, -1].float()
+        if not hidden:
+            return logits, None
+        index = torch.arange(len(rows), device=dev)
+        return logits, torch.stack([h[index, last] for h in out.hidden_states[1:]], 1)
+    ids, attn = left_pad(rows, pad_id)
     ids, attn = ids.to(dev), attn.to(dev)
     out = model(
         input_ids=ids,
@@ -108,6 +150,47 @@ def forward_at_last(model, rows: Sequence[Sequence[int]], pad_id: int, hidden: b
         return logits, None
     states = torch.stack([h[:, -1] for h in out.hidden_states[1:]], 1)
     return logits, states
+
+
+def _right_padded(mask: torch.Tensor | None) -> bool:
+    """Whether an attention mask is ``1..1 0..0`` in every row (or absent)."""
+    if mask is None:
+        return True
+    mask = mask.bool()
+    return bool(mask[:, 0].all()) and bool((mask[:, 1:] <= mask[:, :-1]).all())
+
+
+@contextlib.contextmanager
+def supervised_positions_loss(model):
+    """While active, ``model(input_ids=, attention_mask=, labels=)`` on a right-padded batch
+    returns the causal-LM loss of the model's own forward (the mean cross-entropy over the
+    positions whose next-token label is not -100) for less work: the vocabulary projection
+    and its softmax only at those positions instead of at every prompt position, and causal
+    attention without the padding mask (a real token never attends to the padding after it).
+    ``logits`` then holds the supervised positions' logits only. Any other call, and a model
+    that cannot keep per-row positions, runs the model's own forward."""
+    if not _keeps_positions(model):
+        yield model
+        return
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    own = model.forward
+
+    def forward(input_ids=None, attention_mask=None, labels=None, **kwargs):
+        if labels is None or input_ids is None or kwargs or not _right_padded(attention_mask):
+            return own(input_ids=input_ids, attention_mask=attention_mask, labels=labels, **kwargs)
+        target = labels[:, 1:]
+        keep = torch.zeros_like(labels, dtype=torch.bool)
+        keep[:, :-1] = target != -100
+        logits = own(input_ids=input_ids, use_cache=False, logits_to_keep=keep).logits.float()
+        loss = torch.nn.functional.cross_entropy(logits, target[keep[:, :-1]])
+        return CausalLMOutputWithPast(loss=loss, logits=logits)
+
+    model.forward = forward
+    try:
+        yield model
+    finally:
+        del model.forward
 
 
 @torch.no_grad()
@@ -189,3 +272,69 @@ def cot_answer_rows(tok, prompts: Sequence[str], generated: Sequence[Sequence[in
         body = gen[:cut] if cut else [t for t in gen if t != tok.eos_token_id] + [end_think]
         rows.append(p + body + [answer])
     return rows
+
+
+def _recording_decoder(model):
+    """``model`` for ``sample_rollouts`` (the prompt pass projects only its last position onto
+    the vocabulary, as in :func:`_prompt_pass_last_logits`) that also records, at every call,
+    the decoder-layer outputs ``[B, L, d]`` and the logits ``[B, V]`` of the last column:
+    ``calls[0]`` is the prompt pass, ``calls[k]`` (k >= 1) the step that reads the k-th
+    generated token, i.e. its states."""
+    extra, calls = _last_logits_only(model), []
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+    def forward(*args, **kwargs):
+        out = model(*args, **kwargs, **extra, output_hidden_states=True)
+        states = torch.stack([h[:, -1] for h in out.hidden_states[1:]], 1)
+        calls.append((states, out.logits[:, -1].float()))
+        return out
+
+    wrapper = Recorder()
+    wrapper.forward = functools.wraps(model.forward)(forward)
+    return wrapper, calls
+
+
+@torch.no_grad()
+def cot_answer_states(
+    model, tok, prompts: Sequence[str], max_new_tokens: int = 40, batch_size: int = 16
+) -> tuple[list[list[int]], torch.Tensor, torch.Tensor]:
+    """The CoT side of hidden alignment: each prompt's greedy rationale (the generated ids, as
+    :func:`generate_cot` returns them) and, at the ``<answer>`` token of ``x_CoT`` = prompt +
+    rationale up to ``</think>`` + ``<answer>`` (:func:`cot_answer_rows`), the decoder-layer
+    outputs ``[n, L, d]`` and the logits ``[n, V]``. Where the model itself wrote ``<answer>``
+    right after ``</think>``, ``x_CoT`` is its own decoded prefix, so these are the states its
+    decoding step computed at that token (with the KV cache, no second pass over the
+    prompt); the other rows (rationale never closed, or not followed by ``<answer>``) get one
+    forward pass over their ``x_CoT``."""
+    prompts = _check_prompts(prompts)
+    max_new_tokens = V.check_int(max_new_tokens, "max_new_tokens", low=1)
+    batch_size = V.check_int(batch_size, "batch_size", low=1)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    end_think, answer = single_token_id(tok, END_THINK), single_token_id(tok, ANSWER)
+    rows = encode_rows(tok, prompts)
+    generated, states, logits, again = [], [None] * len(rows), [None] * len(rows), []
+    for s in range(0, len(rows), batch_size):
+        decoder, calls = _recording_decoder(model)
+        ro = sample_rollouts(
+            decoder, rows[s : s + batch_size], 1, max_new_tokens, tok.eos_token_id, pad, greedy=True
+        )
+        resp = ro.input_ids[:, ro.prompt_len :]
+        for r in range(len(resp)):
+            gen = resp[r][ro.response_mask[r].bool()].tolist()
+            generated.append(gen)
+            cut = gen.index(end_think) + 1 if end_think in gen else None
+            if cut is not None and cut < len(gen) and gen[cut] == answer and cut + 1 < len(calls):
+                states[s + r], logits[s + r] = calls[cut + 1][0][r], calls[cut + 1][1][r]
+            else:
+                again.append(s + r)
+    if again:
+        x_cot = cot_answer_rows(tok, [prompts[k] for k in again], [generated[k] for k in again])
+        for b in range(0, len(again), batch_size):
+            lg, st = forward_at_last(model, x_cot[b : b + batch_size], pad, hidden=True)
+            for j, k in enumerate(again[b : b + batch_size]):
+                states[k], logits[k] = st[j], lg[j]
+    return generated, torch.stack(states).cpu(), torch.stack(logits).cpu()

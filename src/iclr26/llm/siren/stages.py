@@ -16,6 +16,7 @@ ablations: ``ce`` (answer-only SFT), ``kd`` (KL to the teacher's CoT-mode digit 
 from __future__ import annotations
 
 import copy
+import types
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,11 +25,13 @@ import torch
 from iclr26 import validation as V
 from iclr26.llm.siren.lm import (
     _check_prompts,
-    cot_answer_rows,
+    _last_logits_only,
+    _prompt_pass_last_logits,
+    cot_answer_states,
     digit_token_ids,
     encode_rows,
     forward_at_last,
-    generate_cot,
+    supervised_positions_loss,
 )
 from iclr26.llm.siren.prompt import AO_SUFFIX, siren_reward
 from iclr26.rl.grpo import GRPOConfig, GRPOTrainer, HFGenerator
@@ -48,7 +51,9 @@ def cold_start_sft(
     cache_name: str | None = None,
 ):
     """Stage 0: completion-only SFT on ``(prompt, completion)`` pairs with the shared
-    ``finetune_lm`` (cached under ``cache_name`` when given). Returns the model (eval mode)."""
+    ``finetune_lm`` (cached under ``cache_name`` when given). Returns the model (eval mode).
+    The loss is the shared loop's, computed under ``lm.supervised_positions_loss`` (the
+    vocabulary projection only at the completion positions, where the loss is)."""
     from iclr26.models.tinylm import finetune_lm
 
     prompts = _check_prompts(prompts)
@@ -59,10 +64,44 @@ def cold_start_sft(
     batch_size = V.check_int(batch_size, "batch_size", low=1)
     V.check_int(seed, "seed", low=0)
     pairs = [(p, str(c)) for p, c in zip(prompts, completions, strict=True)]
-    return finetune_lm(
-        model, tok, pairs, steps=steps, lr=lr, batch=batch_size, seed=seed, cache_name=cache_name,
-        threads=None,
-    )  # fmt: skip
+    with supervised_positions_loss(model):
+        return finetune_lm(
+            model, tok, pairs, steps=steps, lr=lr, batch=batch_size, seed=seed,
+            cache_name=cache_name, threads=None,
+        )  # fmt: skip
+
+
+class _ResponseLogits(torch.nn.Module):
+    """A policy for the shared GRPO trainer whose teacher-forced passes project onto the
+    vocabulary only the last ``tail[0]`` positions of the rollout batch (the last prompt
+    position and the response: all that the trainer's ``token_logprobs`` reads, as
+    ``logits[:, prompt_len - 1 : -1]``); the other positions of the returned ``[N, W, V]``
+    logits are NaN, so a reader of them would fail loudly. ``tail`` is a one-element list set
+    from each rollout batch (``None``: every position). Parameters, train/eval mode and
+    gradients are the wrapped model's."""
+
+    def __init__(self, model: torch.nn.Module, tail: list):
+        super().__init__()
+        self.model = model
+        self.tail = tail
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None, **kwargs):
+        k = self.tail[0]
+        width = input_ids.shape[1]
+        if kwargs or k is None or not 0 < k < width or not _last_logits_only(self.model):
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                **kwargs,
+            )  # fmt: skip
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            logits_to_keep=int(k),
+        )
+        tail = out.logits
+        unread = tail.new_full((tail.shape[0], width - k, tail.shape[2]), float("nan"))
+        return types.SimpleNamespace(logits=torch.cat([unread, tail], 1))
 
 
 class GRPOStage:
@@ -112,16 +151,28 @@ class GRPOStage:
         each update's diagnostics (``reward_mean`` among them)."""
         prompts = _check_prompts(prompts)
         gold = V.check_array(ratings, "ratings", ndim=1, n_rows=len(prompts), low=1, high=5)
-        gen = HFGenerator(model, tok, self.max_new_tokens, self.temperature, top_p=1.0)
+        # the sampler's prompt pass projects only its last position onto the vocabulary (as
+        # ``generate`` does)
+        gen = HFGenerator(
+            _prompt_pass_last_logits(model), tok, self.max_new_tokens, self.temperature, top_p=1.0
+        )
+
+        # the trainer's log-probability passes (policy, frozen stage-0 reference) project only
+        # the response positions (and the last prompt one) onto the vocabulary
+        tail: list = [None]
+        policy = _ResponseLogits(model, tail)
+        reference = _ResponseLogits(copy.deepcopy(model), tail)
 
         def generate(batch, n, generator=None):
             gen.generator = generator
-            return gen(batch, n)
+            ro = gen(batch, n)
+            tail[0] = ro.input_ids.shape[1] - ro.prompt_len + 1
+            return ro
 
         def reward(_prompts, completions, rating):
             return siren_reward(completions, rating)
 
-        trainer = GRPOTrainer(model, reward, generate, self.config())
+        trainer = GRPOTrainer(policy, reward, generate, self.config(), ref_policy=reference)
         rng = np.random.default_rng(self.seed)
         for _ in range(self.steps):
             pick = rng.choice(
@@ -141,7 +192,7 @@ def mean_sampled_reward(
     raises, measured on a fixed prompt set before and after the stage."""
     prompts = _check_prompts(prompts)
     gold = V.check_array(ratings, "ratings", ndim=1, n_rows=len(prompts), low=1, high=5)
-    gen = HFGenerator(model, tok, max_new_tokens, 1.0, top_p=1.0)
+    gen = HFGenerator(_prompt_pass_last_logits(model), tok, max_new_tokens, 1.0, top_p=1.0)
     gen.generator = torch.Generator().manual_seed(int(seed))
     ro = gen(prompts, int(n))
     return float(np.mean(siren_reward(ro.completions, np.repeat(gold, int(n)))))
@@ -193,19 +244,13 @@ class HiddenAlignment:
         """``{"hidden": [n, L, d], "probs": [n, 5], "cot_tokens": [n]}`` of the teacher at the
         ``<answer>`` token of ``x_CoT`` (prompt + its own greedy rationale + ``<answer>``)."""
         prompts = _check_prompts(prompts)
-        _, gen = generate_cot(teacher, tok, prompts, self.max_new_tokens, batch_size)
-        rows = cot_answer_rows(tok, prompts, gen)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        digits = digit_token_ids(tok)
         teacher.eval()
-        hidden, probs = [], []
-        for s in range(0, len(rows), batch_size):
-            logits, states = forward_at_last(teacher, rows[s : s + batch_size], pad, hidden=True)
-            hidden.append(states.cpu())
-            probs.append(torch.softmax(logits[:, digits], -1).cpu())
+        gen, hidden, logits = cot_answer_states(
+            teacher, tok, prompts, self.max_new_tokens, batch_size
+        )
         return {
-            "hidden": torch.cat(hidden),
-            "probs": torch.cat(probs),
+            "hidden": hidden,
+            "probs": torch.softmax(logits[:, digit_token_ids(tok)], -1),
             "cot_tokens": torch.tensor([len(g) for g in gen], dtype=torch.float32),
         }
 
