@@ -222,6 +222,27 @@ CASES = [
     ),
     (
         "FlexProteinPretrainer",
+        "range",
+        lambda: FlexProteinPretrainer(_model(), confidence="step"),
+        ValueError,
+        "confidence",
+    ),
+    (
+        "FlexProteinPretrainer",
+        "nan",
+        lambda: FlexProteinPretrainer(_model(), plddt_scale=NAN),
+        ValueError,
+        "plddt_scale",
+    ),
+    (
+        "FlexProteinPretrainer",
+        "range",
+        lambda: FlexProteinPretrainer(_model()).confidence_weight(np.full((1, 3), 120.0)),
+        ValueError,
+        "plddt",
+    ),
+    (
+        "FlexProteinPretrainer",
         "type",
         lambda: FlexProteinPretrainer(_model()).fit(X, steps=1),
         TypeError,

@@ -1,6 +1,7 @@
 """Tests of the FlexProtein room: geometry, data generator, corruption modes, losses, model
 preconditioning, reader, baselines and a tiny end-to-end run of every claim."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -168,6 +169,25 @@ def test_mlm_loss_only_masked_and_warmup(data):
     with_mlm = tr.losses(batch, x0, tok, conf, use_mlm=True)
     without = tr.losses(batch, x0, tok, conf, use_mlm=False)
     assert torch.allclose(with_mlm["total"] - without["total"], with_mlm["mlm"], atol=1e-5)
+
+
+def test_confidence_weight_is_a_sigmoid_of_plddt(data):
+    model = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1)
+    tr = FlexProteinPretrainer(model, batch_size=4)
+    w = tr.confidence_weight(np.array([[50.0, 70.0, 100.0]]))
+    # by hand: sigmoid((p - 70) / 10) / sigmoid(3) = 0.119203 / 0.952574, 0.5 / 0.952574, 1
+    assert w[0].tolist() == pytest.approx([0.12514, 0.52489, 1.0], abs=1e-5)
+    assert w[0, 2] == 1.0  # experimental / generated chains keep weight 1 exactly
+    lin = FlexProteinPretrainer(model, confidence="linear")
+    assert lin.confidence_weight(np.array([[50.0, 100.0]])).tolist() == [[0.5, 1.0]]
+    with pytest.raises(ValueError, match="confidence"):
+        FlexProteinPretrainer(model, confidence="step")
+    # fit reads the weight: at pLDDT 0 the linear weight removes L_MSE, the sigmoid one does not
+    zero = dataclasses.replace(data.train, plddt=np.zeros_like(data.train.plddt))
+    hist = FlexProteinPretrainer(model, confidence="linear", batch_size=4).fit(zero, 1).history
+    assert hist["mse"][0] == 0.0
+    hist = FlexProteinPretrainer(model, batch_size=4).fit(zero, 1).history
+    assert hist["mse"][0] > 0.0
 
 
 def test_end_to_end_lowers_losses():

@@ -132,8 +132,15 @@ def test_noiser_schedules():
     )
     assert DiscreteTensorNoiser("constant").beta(1).tolist() == [0.0]
     u = torch.tensor([0, 1 / 3, 2 / 3, 1])
-    exp = (torch.exp(3 * u) - 1) / (math.e**3 - 1)
-    assert torch.allclose(DiscreteTensorNoiser().beta(4), exp.float(), atol=1e-6)
+    # default exponential: the paper's exponent j / (k/2), rescaled to [0, 1]; by hand for
+    # k = 4: (e^0.5 - 1) / (e^1.5 - 1) = 0.18632, (e - 1) / (e^1.5 - 1) = 0.49352
+    assert DiscreteTensorNoiser().beta(4).tolist() == pytest.approx(
+        [0.0, 0.18632, 0.49352, 1.0], abs=1e-5
+    )
+    # k = 8: exponent j / 4; slot 2 is (e^0.5 - 1) / (e^1.75 - 1) = 0.13644
+    assert DiscreteTensorNoiser().beta(8)[2].item() == pytest.approx(0.13644, abs=1e-5)
+    exp = (torch.exp(3 * u) - 1) / (math.e**3 - 1)  # a float lam: (e^{lam u} - 1) / (e^lam - 1)
+    assert torch.allclose(DiscreteTensorNoiser(lam=3.0).beta(4), exp.float(), atol=1e-6)
     assert torch.allclose(DiscreteTensorNoiser("linear").beta(4), u, atol=1e-6)
     assert torch.allclose(DiscreteTensorNoiser("sqrt").beta(4), u.sqrt(), atol=1e-6)
     assert torch.allclose(DiscreteTensorNoiser("sine").beta(4), torch.sin(math.pi * u / 2))

@@ -4,9 +4,9 @@ Each example uses one mode: ``seq2struct`` (clean sequence, all coordinates nois
 (15 % of residues masked and only their coordinates noised) or ``global`` (15 % masked, all
 coordinates noised); noise is the variance-exploding EDM process X̃ = X + σε. Coordinates are
 centred and randomly rotated every time an example is used (no alignment inside the loss). The
-loss is L_MSE (EDM-weighted, pLDDT-weighted per residue) + L_MLM (masked positions only) +
-L_Dist + L_smooth-lDDT, with L_MLM off during the first ``mlm_warmup_frac`` of the steps (the
-curriculum's stage A). ``objective="sequence"`` / ``"structure"`` give the sequence-only (MLM
+loss is L_MSE (EDM-weighted, and weighted per residue by a sigmoid of pLDDT) + L_MLM (masked
+positions only) + L_Dist + L_smooth-lDDT, with L_MLM off during the first ``mlm_warmup_frac``
+of the steps (the curriculum's stage A). ``objective="sequence"`` / ``"structure"`` give the sequence-only (MLM
 only, structure input hidden) and structure-only (no MLM) baselines with the same model."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from iclr26.generative.flexprotein.geometry import random_rotations, smooth_lddt
 from iclr26.generative.flexprotein.model import UNIT, FlexProteinModel
 
 MODES = ("seq2struct", "local", "global", "inverse_fold")
+CONFIDENCE = ("sigmoid", "linear")
 OBJECTIVES = ("joint", "sequence", "structure")
 DIST_CUTOFF = 15.0 / UNIT
 
@@ -46,7 +47,11 @@ class FlexProteinPretrainer:
     """Trains a :class:`FlexProteinModel` with the SIMLM modes (uniform mixing, R) and the loss
     above. ``sigma_dist="edm"``: ln σ ~ N(-1.2, 1.2²) in 10 Å units (R); ``"af3"``: σ = 1.6·exp(-1.2
     + 1.5 n) (AlphaFold 3's 16 Å σ_data). ``replace=(0.8, 0.1, 0.1)``: BERT's MASK / random /
-    unchanged split of the masked residues (R)."""
+    unchanged split of the masked residues (R). ``confidence="sigmoid"``: each residue's L_MSE
+    term is weighted by a sigmoid of its pLDDT (the paper's form), here
+    sigmoid((pLDDT - plddt_mid) / plddt_scale) divided by its value at pLDDT 100, so that
+    experimental and generated chains (pLDDT 100) keep weight 1 (centre, scale and the
+    normalisation are R); ``"linear"``: pLDDT / 100."""
 
     def __init__(
         self,
@@ -59,6 +64,9 @@ class FlexProteinPretrainer:
         objective: str = "joint",
         sigma_dist: str = "edm",
         replace: tuple[float, float, float] = (0.8, 0.1, 0.1),
+        confidence: str = "sigmoid",
+        plddt_mid: float = 70.0,
+        plddt_scale: float = 10.0,
         lr: float = 1e-3,
         batch_size: int = 32,
         weight_decay: float = 0.01,
@@ -81,6 +89,9 @@ class FlexProteinPretrainer:
         if abs(rep.sum() - 1.0) > 1e-6:
             raise ValueError(f"replace must sum to 1, got {rep.sum()}")
         self.replace = rep
+        self.confidence = V.check_choice(confidence, "confidence", CONFIDENCE)
+        self.plddt_mid = V.check_scalar(plddt_mid, "plddt_mid", low=0.0, high=100.0)
+        self.plddt_scale = V.check_scalar(plddt_scale, "plddt_scale", low=0.0, low_open=True)
         self.lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
         self.batch_size = V.check_int(batch_size, "batch_size", low=1)
         self.weight_decay = V.check_scalar(weight_decay, "weight_decay", low=0.0)
@@ -90,6 +101,18 @@ class FlexProteinPretrainer:
         self.history: dict[str, list[float]] = {}
 
     # ------------------------------------------------------------------ corruption
+    def confidence_weight(self, plddt) -> np.ndarray:
+        """Per-residue weight of the denoising loss from pLDDT in [0, 100] (same shape)."""
+        p = V.check_array(plddt, "plddt", dtype=np.float64, low=0.0, high=100.0)
+        if self.confidence == "linear":
+            return p / 100.0
+
+        def sig(v):
+            return 1.0 / (1.0 + np.exp(-(v - self.plddt_mid) / self.plddt_scale))
+
+        w = sig(p) / sig(np.float64(100.0))
+        return np.where(p >= 100.0, 1.0, w)  # exactly 1 at pLDDT 100, whatever the rounding
+
     def sample_sigma(self, n: int) -> torch.Tensor:
         z = torch.randn(n, generator=self.gen)
         if self.sigma_dist == "edm":
@@ -181,7 +204,7 @@ class FlexProteinPretrainer:
         mode_idx = torch.tensor([MODES.index(m) for m in self.modes])
         tokens_all = torch.as_tensor(data.tokens, dtype=torch.long)
         coords_all = torch.as_tensor(data.coords, dtype=torch.float32) / UNIT
-        conf_all = torch.as_tensor(data.plddt, dtype=torch.float32) / 100.0
+        conf_all = torch.as_tensor(self.confidence_weight(data.plddt), dtype=torch.float32)
         mlm_start = int(self.mlm_warmup_frac * steps) if self.objective == "joint" else 0
         hist = {k: [] for k in ("total", "mlm", "mse", "dist", "lddt")}
         for step in range(steps):

@@ -39,9 +39,11 @@ class DiscreteTensorNoiser:
     """Categorical corruption of input windows: slot j is corrupted with probability
     ``beta(j)``, a fixed non-decreasing schedule over the slot index with ``beta(0) = 0`` (the
     committed token stays clean, as in plain AR). With ``u = j / (k-1)``: ``linear`` u,
-    ``sine`` sin(pi u / 2), ``sqrt`` sqrt(u), ``exponential`` (e^{lam u} - 1) / (e^lam - 1),
-    all ending at ``beta(k-1) = 1``; ``constant`` is ``level`` on every slot j >= 1 (an
-    ablation without the rise). ``kernel="uniform"`` (the paper's, D3PM-uniform) replaces a
+    ``sine`` sin(pi u / 2), ``sqrt`` sqrt(u), ``exponential`` (e^{j / (k/2)} - 1) /
+    (e^{(k-1) / (k/2)} - 1), i.e. the paper's exponent j / (k/2), rescaled to run from 0 to 1
+    (the rescaling is ours); a float ``lam`` instead gives (e^{lam u} - 1) / (e^lam - 1). All
+    end at ``beta(k-1) = 1``; ``constant`` is ``level`` on every slot j >= 1 (an ablation
+    without the rise). ``kernel="uniform"`` (the paper's, D3PM-uniform) replaces a
     corrupted slot by a uniform draw over the ``V`` codebook entries; ``kernel="absorbing"``
     (D3PM-absorbing) replaces it by a mask token ``mask_id`` outside the codebook (default
     ``pad_id + 1``; the wrapper gives it an embedding of its own). ``tau_max`` (off by default)
@@ -52,13 +54,13 @@ class DiscreteTensorNoiser:
         schedule: str = "exponential",
         kernel: str = "uniform",
         tau_max: float | None = None,
-        lam: float = 3.0,
+        lam: float | None = None,
         level: float = 0.5,
     ):
         self.schedule = V.check_choice(schedule, "schedule", SCHEDULES)
         self.kernel = V.check_choice(kernel, "kernel", KERNELS)
         self.tau_max = V.check_scalar(tau_max, "tau_max", low=0.0, high=1.0, allow_none=True)
-        self.lam = V.check_scalar(lam, "lam", low=0.0, low_open=True)
+        self.lam = V.check_scalar(lam, "lam", low=0.0, low_open=True, allow_none=True)
         self.level = V.check_scalar(level, "level", low=0.0, high=1.0, low_open=True)
 
     def __repr__(self) -> str:
@@ -83,8 +85,9 @@ class DiscreteTensorNoiser:
             b = torch.sin(math.pi * u / 2)
         elif self.schedule == "sqrt":
             b = torch.sqrt(u)
-        else:
-            b = torch.expm1(self.lam * u) / math.expm1(self.lam)
+        else:  # lam = None: exponent j / (k/2), so lam = (k-1) / (k/2) in units of u
+            lam = 2.0 * (k - 1) / k if self.lam is None else self.lam
+            b = torch.expm1(lam * u) / math.expm1(lam)
         b[0], b[-1] = 0.0, 1.0  # exact ends (sin(pi/2) etc. in floating point)
         return b.float()
 
