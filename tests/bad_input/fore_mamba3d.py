@@ -8,7 +8,9 @@ import torch
 from iclr26.three_d.fore_mamba3d import (
     CenterHead,
     ForeMamba3DBackbone,
+    OpenPCDetForeMamba3D,
     SASFMamba,
+    SparseDownsample,
     SparseNeighbours,
     SubmConv3d,
     SyntheticLidarScenes,
@@ -55,6 +57,20 @@ def _head_out(**over):
 
 
 NB = SparseNeighbours(COORDS, 1)
+PCDET_CFG = {"NAME": "ForeMamba3D", "DIMS": [8], "PATCH_LEN": 4, "D_STATE": 2}
+
+
+@functools.cache
+def _pcdet():
+    return OpenPCDetForeMamba3D(PCDET_CFG, 4, np.array([8, 8, 4]))
+
+
+def _batch(**over):
+    bzyx = torch.cat([torch.zeros(5, 1, dtype=torch.long), COORDS[:, [2, 1, 0]]], 1).float()
+    batch = dict(voxel_features=FEATS, voxel_coords=bzyx, batch_size=1)
+    batch.update(over)
+    return batch
+
 
 CASES = [
     ("ForeMamba3DBackbone", "empty", lambda: _bb()(EMPTY_C, EMPTY_F), ValueError, "coords"),
@@ -128,6 +144,149 @@ CASES = [
         (TypeError, ValueError),
         "oracle_foreground",
     ),
+    ("OpenPCDetForeMamba3D", "type", lambda: _pcdet()([_batch()]), TypeError, "batch_dict"),
+    (
+        "OpenPCDetForeMamba3D",
+        "other",
+        lambda: _pcdet()({k: v for k, v in _batch().items() if k != "batch_size"}),
+        ValueError,
+        "batch_size",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "nan",
+        lambda: _pcdet()(_batch(voxel_features=FEATS_NAN)),
+        ValueError,
+        "voxel_features",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "shape",
+        lambda: _pcdet()(_batch(voxel_coords=torch.zeros(5, 3))),
+        ValueError,
+        "voxel_coords",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "dtype",
+        lambda: _pcdet()(_batch(voxel_coords=_batch()["voxel_coords"] + 0.25)),
+        ValueError,
+        "voxel_coords",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "range",
+        lambda: _pcdet()(_batch(voxel_coords=_batch()["voxel_coords"] + 8)),
+        ValueError,
+        "voxel_coords",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "empty",
+        lambda: _pcdet()(_batch(voxel_features=EMPTY_F, voxel_coords=torch.zeros(0, 4))),
+        ValueError,
+        "voxel_features",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "range",
+        lambda: _pcdet()(_batch(batch_size=0)),
+        ValueError,
+        "batch_size",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "type",
+        lambda: OpenPCDetForeMamba3D([("DIMS", [8])], 4, [8, 8, 4]),
+        TypeError,
+        "model_cfg",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "other",
+        lambda: OpenPCDetForeMamba3D({"FG_RATI": 0.3}, 4, [8, 8, 4]),
+        ValueError,
+        "model_cfg",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "range",
+        lambda: OpenPCDetForeMamba3D({"OUTPUT": "dense"}, 4, [8, 8, 4]),
+        ValueError,
+        "OUTPUT",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "shape",
+        lambda: OpenPCDetForeMamba3D(PCDET_CFG, 4, [8, 8]),
+        ValueError,
+        "grid_size",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "range",
+        lambda: OpenPCDetForeMamba3D(PCDET_CFG, 0, [8, 8, 4]),
+        ValueError,
+        "input_channels",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "nan",
+        lambda: OpenPCDetForeMamba3D(PCDET_CFG, 4, [8, 8, 4], voxel_size=[0.1, NAN, 0.1]),
+        ValueError,
+        "voxel_size",
+    ),
+    (
+        "OpenPCDetForeMamba3D",
+        "other",
+        lambda: _pcdet().get_loss() if _pcdet()(_batch()) else None,
+        ValueError,
+        "voxel_size",
+    ),
+    (
+        "ForeMamba3DBackbone",
+        "other",
+        lambda: ForeMamba3DBackbone.openpcdet_compatible(PCDET_CFG, 4, [8, 8, 4])([_batch()]),
+        TypeError,
+        "batch_dict",
+    ),
+    (
+        "ForeMamba3DBackbone",
+        "range",
+        lambda: ForeMamba3DBackbone(dims=(8, 1)),
+        ValueError,
+        "dims",
+    ),
+    ("ForeMamba3DBackbone", "type", lambda: ForeMamba3DBackbone(dims=8), TypeError, "dims"),
+    (
+        "ForeMamba3DBackbone",
+        "other",
+        lambda: ForeMamba3DBackbone(dims=(8, 8), grid_shape=GRID).tokens_per_layer(50),
+        ValueError,
+        "n_voxels",
+    ),
+    ("SparseDownsample", "range", lambda: SparseDownsample(0, 4), ValueError, "c_in"),
+    (
+        "SparseDownsample",
+        "range",
+        lambda: SparseDownsample(4, 4, stride=(2, 0, 1)),
+        ValueError,
+        "stride",
+    ),
+    (
+        "SparseDownsample",
+        "shape",
+        lambda: SparseDownsample(4, 4)(COORDS, FEATS[:, :2]),
+        ValueError,
+        "feats",
+    ),
+    (
+        "SparseDownsample",
+        "nan",
+        lambda: SparseDownsample(4, 4)(COORDS, FEATS_NAN),
+        ValueError,
+        "feats",
+    ),
     ("SASFMamba", "range", lambda: SASFMamba(0), ValueError, "d_model"),
     (
         "SASFMamba",
@@ -162,6 +321,7 @@ CASES = [
         "x",
     ),
     ("SASFMamba", "range", lambda: SASFMamba(8, saf_kernel=4), ValueError, "saf_kernel"),
+    ("SASFMamba", "range", lambda: SASFMamba(8, scan="cuda"), ValueError, "scan"),
     (
         "SASFMamba",
         "nan",

@@ -9,7 +9,9 @@ from PIL import Image
 from iclr26.three_d.fore_mamba3d import (
     CenterHead,
     ForeMamba3DBackbone,
+    OpenPCDetForeMamba3D,
     SASFMamba,
+    SparseDownsample,
     SparseNeighbours,
     SyntheticLidarScenes,
     VoxelMambaBackbone,
@@ -317,3 +319,274 @@ def test_full_scale_path_runs_on_an_explicit_device(tmp_path, monkeypatch):
     assert again["fore_mamba3d"]["map"] == exp["fore_mamba3d"]["map"]
     with pytest.raises(AssertionError, match="trained again"):  # the device is in the key
         claims._build_experiment("full", 0, "meta", cache=True, setting=tiny)
+
+
+# ----------------------------------------------------------------------------- stages
+
+
+def test_default_is_one_stage_and_dims_of_one_builds_the_same_model(scene):
+    a = _tiny()
+    torch.manual_seed(0)
+    b = ForeMamba3DBackbone(dims=(8,), grid_shape=GRID, patch_len=16, d_state=4)
+    assert a.n_stages == b.n_stages == 1 and len(a.stages) == 0
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+    with pytest.raises(ValueError, match="dim"):
+        ForeMamba3DBackbone(dim=8, dims=(16, 32))
+
+
+def test_sparse_downsample_equals_strided_dense_conv():
+    torch.manual_seed(0)
+    n, c_in, c_out = 4, 3, 5
+    coords = torch.from_numpy(_full_grid(n))
+    keep = torch.rand(len(coords)) < 0.6
+    coords = coords[keep]
+    feats = torch.randn(len(coords), c_in)
+    ds = SparseDownsample(c_in, c_out)
+    new, out, parent = ds(coords, feats)
+    assert torch.equal(new[parent], coords // torch.tensor([2, 2, 1]))
+    dense = torch.zeros(1, c_in, n, n, n)
+    dense[0][:, coords[:, 0], coords[:, 1], coords[:, 2]] = feats.t()
+    w = ds.weight.reshape(2, 2, 1, c_in, c_out).permute(4, 3, 0, 1, 2)  # (out, in, 2, 2, 1)
+    ref = torch.nn.functional.conv3d(dense, w, stride=(2, 2, 1))[0]
+    ref = ref[:, new[:, 0], new[:, 1], new[:, 2]].t() + ds.bias
+    assert torch.allclose(out, torch.relu(ds.norm(ref)), atol=1e-5)
+    assert ds.out_shape((5, 4, 3)) == (3, 2, 3)
+
+
+def test_two_stages_downsample_between_stages(scene):
+    torch.manual_seed(0)
+    bb = ForeMamba3DBackbone(dims=(8, 12), grid_shape=GRID, patch_len=16, d_state=4).eval()
+    assert bb.stage_grids == [GRID, (8, 8, 8)] and bb.out_ch == 12
+    with torch.no_grad():
+        out = bb(scene.coords, scene.feats)
+    assert out["bev"].shape == (1, 12, 4, 4)
+    n0, n1 = out["stage_voxels"]
+    assert n0 == len(scene.coords)
+    assert n1 == len(torch.unique(scene.coords // torch.tensor([2, 2, 1]), dim=0)) < n0
+    (st,) = out["stages"]
+    assert len(st["fg_logits"]) == n1 and len(st["fg_index"]) == math.ceil(0.2 * n1)
+    assert len(st["parent"]) == n0 and int(st["parent"].max()) == n1 - 1
+    counts = bb.tokens_per_layer([n0, n1])
+    assert out["tokens_processed"] == counts["tokens"]
+    one = _tiny()
+    assert counts["per_stage"][0] == {
+        k: one.tokens_per_layer(n0)[k] for k in ("selected", "tokens")
+    }
+    assert bb.ssm_flops([n0, n1]) > one.ssm_flops(n0)
+    with pytest.raises(ValueError, match="n_voxels"):
+        bb.tokens_per_layer(n0)
+
+
+def test_two_stage_loss_supervises_every_sampler():
+    from iclr26.three_d.fore_mamba3d import detection_loss
+
+    scene = SyntheticLidarScenes(3, grid_shape=GRID, seed=1)[2]  # has objects
+    assert len(scene.boxes) > 0
+    torch.manual_seed(0)
+    bb = ForeMamba3DBackbone(dims=(8, 8), grid_shape=GRID, patch_len=16, d_state=4)
+    head = CenterHead(bb.out_ch, hidden=8)
+    terms = detection_loss(bb, head, scene, 0.5)
+    terms["total"].backward()
+    for part in (bb, bb.stages[0]):
+        assert part.score_out.weight.grad.abs().sum() > 0
+        assert part.sem_head[0].weight.grad.abs().sum() > 0
+
+
+# ----------------------------------------------------------------------------- OpenPCDet
+
+
+def _batch_dict(n=2, seed=1):
+    """An OpenPCDet-style batch: voxel_coords [batch_idx, z, y, x] as a float tensor (as
+    OpenPCDet's load_data_to_gpu leaves it), gt_boxes (B, M, 8) with 1-based classes."""
+    data = SyntheticLidarScenes(n + 1, grid_shape=GRID, seed=seed)
+    scenes = [data[i + 1] for i in range(n)]  # scene 0 of seed 1 has no object
+    coords = torch.cat(
+        [
+            torch.cat([torch.full((len(s.coords), 1), b), s.coords[:, [2, 1, 0]]], 1)
+            for b, s in enumerate(scenes)
+        ]
+    ).float()
+    feats = torch.cat([s.feats for s in scenes]).requires_grad_(True)
+    m = max(len(s.boxes) for s in scenes)
+    gt = torch.zeros(n, m, 8)
+    for b, s in enumerate(scenes):
+        gt[b, : len(s.boxes), :7] = torch.as_tensor(s.boxes, dtype=torch.float32)
+        gt[b, : len(s.boxes), 7] = torch.as_tensor(s.labels, dtype=torch.float32) + 1
+    batch = dict(voxel_features=feats, voxel_coords=coords, batch_size=n, gt_boxes=gt)
+    return batch, scenes
+
+
+CFG = {"NAME": "ForeMamba3D", "DIMS": [8], "PATCH_LEN": 16, "D_STATE": 4, "NUM_SEM_CLASSES": 3}
+PCDET = dict(
+    input_channels=4,
+    grid_size=np.array([16, 16, 8]),
+    voxel_size=[0.5, 0.5, 0.5],
+    point_cloud_range=[0.0, 0.0, 0.0, 8.0, 8.0, 4.0],
+)
+
+
+def test_openpcdet_adapter_follows_the_backbone_contract():
+    torch.manual_seed(0)
+    net = ForeMamba3DBackbone.openpcdet_compatible(CFG, **PCDET)
+    assert isinstance(net, OpenPCDetForeMamba3D)
+    assert net.num_point_features == 8 and net.backbone_channels == {"x_conv1": 8}
+    batch, scenes = _batch_dict()
+    out = net(batch)
+    assert out is batch  # OpenPCDet modules update and return the batch dict
+    enc = out["encoded_spconv_tensor"]
+    assert out["encoded_spconv_tensor_stride"] == 1 and enc.spatial_shape == [1, 16, 16]
+    assert enc.indices.dtype == torch.int32 and (enc.indices[:, 1] == 0).all()
+    # HeightCompression: dense (B, C, D, H, W) viewed as (B, C * D, H, W)
+    spatial = enc.dense()
+    assert spatial.shape == (2, 8, 1, 16, 16)
+    spatial = spatial.view(2, 8, 16, 16)
+    x1 = out["multi_scale_3d_features"]["x_conv1"]
+    assert out["multi_scale_3d_strides"] == {"x_conv1": 1}
+    assert x1.features.shape == (len(batch["voxel_coords"]), 8) and x1.spatial_shape == [8, 16, 16]
+    # sample 1's pillars are the z-max of the backbone's own voxel features
+    net.eval()
+    with torch.no_grad():
+        spatial = net(dict(batch))["encoded_spconv_tensor"].dense()
+        s = scenes[1]
+        (lv,) = net.backbone.encode_voxels(s.coords, s.feats)
+        ref = lv["feats"].new_full((16, 16, lv["feats"].shape[1]), -float("inf"))  # (y, x, C)
+        for (x, y, _), f in zip(s.coords.tolist(), lv["feats"]):
+            ref[y, x] = torch.maximum(ref[y, x], f)
+        occupied = torch.isfinite(ref[..., 0])
+        assert torch.allclose(spatial[1, :, 0][:, occupied].t(), ref[occupied], atol=1e-5)
+        assert (spatial[1, :, 0][:, ~occupied] == 0).all()
+    net.train()
+    out = net(dict(batch, voxel_features=batch["voxel_features"]))
+    out["encoded_spconv_tensor"].dense().square().sum().backward()
+    g = batch["voxel_features"].grad
+    assert g is not None and torch.isfinite(g).all() and g.abs().sum() > 0
+    assert net.backbone.fuse[0].weight.grad.abs().sum() > 0
+
+
+def test_openpcdet_adapter_two_stages_pillar_output_and_aux_loss():
+    torch.manual_seed(0)
+    cfg = dict(CFG, DIMS=[8, 12], OUTPUT="pillar")
+    net = ForeMamba3DBackbone.openpcdet_compatible(cfg, **PCDET)
+    assert net.num_point_features == 12
+    assert net.backbone_channels == {"x_conv1": 8, "x_conv2": 12}
+    batch, scenes = _batch_dict()
+    n_in = len(batch["voxel_coords"])
+    out = net(batch)
+    assert out["encoded_spconv_tensor_stride"] == 2
+    assert out["multi_scale_3d_strides"] == {"x_conv1": 1, "x_conv2": 2}
+    assert out["multi_scale_3d_features"]["x_conv2"].spatial_shape == [8, 8, 8]
+    pf, pc = out["pillar_features"], out["voxel_coords"]
+    assert out["voxel_features"] is pf and pf.shape == (len(pc), 12) and len(pc) < n_in
+    assert (pc[:, 1] == 0).all() and int(pc[:, 2].max()) < 8 and int(pc[:, 3].max()) < 8
+    # PointPillarScatter3d's index (z + y * nx + x) is unique per sample
+    for b in range(2):
+        this = pc[pc[:, 0] == b].long()
+        key = this[:, 1] + this[:, 2] * 8 + this[:, 3]
+        assert len(torch.unique(key)) == len(key)
+    # the labels the adapter derives from gt_boxes are the scenes' own
+    for b, s in enumerate(scenes):
+        assert len(s.boxes) > 0
+        fg, sem = net._labels(s.coords, batch["gt_boxes"][b], 1)
+        assert (sem == s.sem).float().mean() > 0.99 and torch.equal(fg > 0, sem > 0)
+    loss, tb = net.get_loss()
+    assert loss.ndim == 0 and torch.isfinite(loss) and loss > 0
+    assert set(tb) == {"fore_loss_fg", "fore_loss_sem", "fore_loss_aux"}
+    loss.backward()
+    assert net.backbone.stages[0].score_out.weight.grad.abs().sum() > 0
+
+
+def test_openpcdet_adapter_refuses_a_malformed_batch_dict():
+    net = ForeMamba3DBackbone.openpcdet_compatible(CFG, **PCDET)
+    batch, _ = _batch_dict()
+    bad = {k: v for k, v in batch.items() if k != "voxel_coords"}
+    with pytest.raises(ValueError, match="voxel_coords"):
+        net(bad)
+    with pytest.raises(ValueError, match="voxel_features"):
+        net(dict(batch, voxel_features=batch["voxel_features"][:, :3]))
+    with pytest.raises(ValueError, match="voxel_coords"):
+        net(dict(batch, voxel_coords=batch["voxel_coords"] + 0.5))
+    with pytest.raises(ValueError, match="voxel_coords.*x out of range"):
+        net(dict(batch, voxel_coords=batch["voxel_coords"] * torch.tensor([1, 1, 1, 3.0])))
+    with pytest.raises(ValueError, match="voxel_coords.*batch_idx"):
+        net(dict(batch, batch_size=1))
+    with pytest.raises(ValueError, match="batch_size"):
+        net(dict(batch, batch_size=0))
+    with pytest.raises(TypeError, match="batch_dict"):
+        net([batch])
+    with pytest.raises(ValueError, match="model_cfg"):
+        ForeMamba3DBackbone.openpcdet_compatible(dict(CFG, FG_RATI=0.3), **PCDET)
+
+
+def test_alpha_sweep_is_reported_at_full_scale_only():
+    from iclr26.claims import Context
+    from iclr26.three_d.fore_mamba3d import claims
+
+    assert "alphas" not in claims._setting(Context(scale="quick"))
+    assert claims._setting(Context(scale="full"))["alphas"] == (0.1, 0.5, 1.0)
+    tiny = dict(grid=GRID, dim=4, n_train=1, n_test=1, steps=1, patch=16, seeds=1, alphas=(1.0,))
+    exp = claims._build_experiment("full", 0, "cpu", cache=False, setting=tiny)
+    sweep = claims._alpha_sweep(exp)
+    assert list(sweep) == ["0.2", "1"]
+    assert sweep["1"]["tokens"] > sweep["0.2"]["tokens"]
+    assert sweep["0.2"]["paper_map_nds"] == [68.4, 72.3]
+    assert claims._alpha_sweep({"_setting": {}}) == {}
+
+
+# ----------------------------------------------------------------------------- mamba-ssm
+
+
+def _ref_selective_scan(u, delta, A, B, C, D=None, z=None, delta_softplus=False):
+    """A sequential reference with the signature and semantics of mamba_ssm's
+    selective_scan_fn (u, delta, z: (b, d, L); A: (d, n); B, C: (b, n, L)); the wiring to the
+    fused kernel is checked against it, since the kernel itself cannot run here."""
+    assert not delta_softplus
+    h = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
+    ys = []
+    for t in range(u.shape[2]):
+        h = torch.exp(delta[:, :, t, None] * A) * h
+        h = h + delta[:, :, t, None] * B[:, None, :, t] * u[:, :, t, None]
+        ys.append((h * C[:, None, :, t]).sum(-1))
+    y = torch.stack(ys, -1) + u * D[None, :, None]
+    return y * torch.nn.functional.silu(z)
+
+
+def test_mamba_ssm_scan_falls_back_with_a_clear_message():
+    x = torch.randn(2, 9, 8)
+    ref = _block(use_saf=False, use_ssf=False)
+    blk = _block(use_saf=False, use_ssf=False, scan="mamba_ssm")
+    with pytest.warns(RuntimeWarning, match="falls back to the torch scan: .*CUDA device"):
+        y = blk(x)
+    assert torch.allclose(y, ref(x))
+    with pytest.warns(RuntimeWarning, match="SAF/SSF re-mix the SSM states"):
+        _block(scan="mamba_ssm")(x)
+    bb = ForeMamba3DBackbone(dim=8, grid_shape=GRID, patch_len=16, d_state=4, scan="mamba_ssm")
+    assert all(blk.scan == "mamba_ssm" for layers in bb.layers for blk in layers)
+
+
+def test_mamba_ssm_wiring_matches_the_torch_scan(monkeypatch):
+    import warnings
+
+    from iclr26.three_d.fore_mamba3d import ssm
+
+    monkeypatch.setattr(ssm, "_kernel_usable", lambda x, needs_states: (_ref_selective_scan, ""))
+    x = torch.randn(2, 9, 8)
+    valid = torch.arange(9)[None].expand(2, 9) < torch.tensor([[9], [6]])
+    ref = _block(use_saf=False, use_ssf=False)
+    blk = _block(use_saf=False, use_ssf=False, scan="mamba_ssm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the (stand-in) kernel runs: no fallback
+        y = blk(x, valid)
+    assert torch.allclose(y[valid], ref(x, valid)[valid], atol=1e-5)
+
+
+def test_a_scene_without_objects_trains(scene):
+    from iclr26.three_d.fore_mamba3d import center_targets, detection_loss
+
+    assert len(scene.boxes) == 0  # the fixture scene (16 x 16 grid, seed 1) has no object
+    heat, reg, cells = center_targets(scene.boxes, scene.labels, (8, 8), 1.0)
+    assert heat.shape == (2, 8, 8) and heat.sum() == 0 and reg.shape == (0, 6) and len(cells) == 0
+    bb = _tiny()
+    terms = detection_loss(bb, CenterHead(bb.out_ch, hidden=8), scene, 0.5)
+    assert torch.isfinite(terms["total"]) and terms["reg"] == 0
+    terms["total"].backward()

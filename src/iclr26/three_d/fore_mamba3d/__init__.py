@@ -2,6 +2,7 @@
 
 from iclr26.three_d.fore_mamba3d.backbone import (
     ForeMamba3DBackbone,
+    SparseDownsample,
     SubmConv3d,
     VoxelMambaBackbone,
     rgsw_patches,
@@ -13,6 +14,7 @@ from iclr26.three_d.fore_mamba3d.head import (
     center_targets,
     decode,
 )
+from iclr26.three_d.fore_mamba3d.openpcdet import OpenPCDetForeMamba3D
 from iclr26.three_d.fore_mamba3d.scenes import CLASSES, LidarScene, SyntheticLidarScenes
 from iclr26.three_d.fore_mamba3d.serialize import hilbert_index, hilbert_order, rotate_coords
 from iclr26.three_d.fore_mamba3d.ssm import SASFMamba, SparseNeighbours, axis_sparse_conv
@@ -23,7 +25,9 @@ __all__ = [
     "CenterHead",
     "ForeMamba3DBackbone",
     "LidarScene",
+    "OpenPCDetForeMamba3D",
     "SASFMamba",
+    "SparseDownsample",
     "SparseNeighbours",
     "SubmConv3d",
     "SyntheticLidarScenes",

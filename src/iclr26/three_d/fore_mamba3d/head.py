@@ -33,9 +33,12 @@ class CenterHead(nn.Module):
 
 def center_targets(boxes, labels, bev_shape, cell: float, n_classes: int = 2, sigma: float = 1.0):
     """Gaussian centre heatmap (n_classes, H, W), regression targets at the centre cells and
-    their indices."""
-    boxes = V.check_array(boxes, "boxes", ndim=2, shape=(None, 7), min_rows=0)
-    labels = V.check_array(labels, "labels", ndim=1, min_rows=0).astype(int)
+    their indices. A scene without objects (no boxes, no labels) gets an all-zero heatmap."""
+    if np.size(boxes) == 0 and np.size(labels) == 0:  # the validators refuse empty arrays
+        boxes, labels = np.zeros((0, 7)), np.zeros(0, dtype=int)
+    else:
+        boxes = V.check_array(boxes, "boxes", ndim=2, shape=(None, 7), min_rows=0)
+        labels = V.check_array(labels, "labels", ndim=1, min_rows=0).astype(int)
     V.check_same_length(boxes=boxes, labels=labels)
     cell = V.check_scalar(cell, "cell", low=0, low_open=True)
     H, W = (V.check_int(v, "bev_shape", low=1) for v in bev_shape)

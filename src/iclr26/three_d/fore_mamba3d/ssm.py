@@ -7,6 +7,9 @@ here on top of ``mambapy``'s parallel scan so that the state sequence is exposed
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import torch
 import torch.nn.functional as F
 from mambapy.mamba import MambaBlock, MambaConfig
@@ -14,6 +17,28 @@ from mambapy.pscan import pscan
 from torch import nn
 
 from iclr26 import validation as V
+
+SCANS = ("torch", "mamba_ssm")
+
+
+@functools.cache
+def mamba_ssm_scan():
+    """``mamba_ssm``'s fused selective scan and an empty string, or ``None`` and the reason it
+    is not available (not installed, or its CUDA extension does not load)."""
+    try:
+        from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+    except Exception as exc:  # ImportError, or an OSError from a CUDA library
+        return None, f"mamba_ssm does not import ({type(exc).__name__}: {exc})"
+    return selective_scan_fn, ""
+
+
+def _kernel_usable(x: torch.Tensor, needs_states: bool):
+    """``(scan_fn, "")`` where the fused kernel can run on ``x``, else ``(None, reason)``."""
+    if needs_states:
+        return None, "SAF/SSF re-mix the SSM states, which the fused kernel does not expose"
+    if not x.is_cuda:
+        return None, f"the input is on {x.device}, and the fused kernel needs a CUDA device"
+    return mamba_ssm_scan()
 
 
 class SparseNeighbours:
@@ -98,6 +123,7 @@ class SASFMamba(nn.Module):
         saf_kernel: int = 7,
         ssf_kernel: int = 7,
         bidirectional: bool = True,
+        scan: str = "torch",
     ):
         super().__init__()
         d_model = V.check_int(d_model, "d_model", low=1)
@@ -106,6 +132,7 @@ class SASFMamba(nn.Module):
         self.use_saf = V.check_bool(use_saf, "use_saf")
         self.use_ssf = V.check_bool(use_ssf, "use_ssf")
         self.bidirectional = V.check_bool(bidirectional, "bidirectional")
+        self.scan = V.check_choice(scan, "scan", SCANS)
         saf_kernel = V.check_int(saf_kernel, "saf_kernel", low=1)
         ssf_kernel = V.check_int(ssf_kernel, "ssf_kernel", low=1)
         if saf_kernel % 2 == 0 or ssf_kernel % 2 == 0:
@@ -166,7 +193,52 @@ class SASFMamba(nn.Module):
             hv = _axis_sparse_conv(grid, nb, self.ssf_weight).index_select(0, vid)
         return src, hv
 
+    def _kernel(self, x):
+        """The fused scan where ``scan="mamba_ssm"`` can use it; else ``None`` after a warning
+        that names the reason (the torch scan then runs)."""
+        scan_fn, reason = _kernel_usable(x, self.use_saf or self.use_ssf)
+        if scan_fn is None:
+            warnings.warn(
+                f"scan='mamba_ssm' falls back to the torch scan: {reason}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        return scan_fn
+
+    def _direction_kernel(self, scan_fn, x, valid):
+        """One scan direction through ``mamba_ssm``'s fused selective scan (plain Mamba: no
+        state fusion). Pads get delta = 0, so they leave the state untouched as in the torch
+        scan; the kernel adds D u and the silu(z) gate itself."""
+        cell = self.cell
+        L = x.shape[1]
+        u, z = cell.in_proj(x).chunk(2, dim=-1)
+        all_valid = bool(valid.all())
+        if not all_valid:
+            u = u * valid[:, :, None]
+        u = F.silu(cell.conv1d(u.transpose(1, 2))[:, :, :L].transpose(1, 2))
+        A = -torch.exp(cell.A_log.float())
+        dbc = cell.x_proj(u)
+        delta, B, C = torch.split(dbc, [cell.config.dt_rank, self.d_state, self.d_state], dim=-1)
+        delta = F.softplus(F.linear(delta, cell.dt_proj.weight) + cell.dt_proj.bias)
+        if not all_valid:
+            delta = delta * valid[:, :, None]
+        y = scan_fn(
+            u.transpose(1, 2).contiguous(),
+            delta.transpose(1, 2).contiguous(),
+            A,
+            B.transpose(1, 2).contiguous(),
+            C.transpose(1, 2).contiguous(),
+            D=cell.D.float(),
+            z=z.transpose(1, 2).contiguous(),
+            delta_softplus=False,
+        )
+        return cell.out_proj(y.transpose(1, 2))
+
     def _direction(self, x, valid, token_id, sem, nb):
+        if self.scan == "mamba_ssm":
+            scan_fn = self._kernel(x)
+            if scan_fn is not None:
+                return self._direction_kernel(scan_fn, x, valid)
         h, C, u, z = self.scan_states(x, valid)
         M, L, E, N = h.shape
         y = (h @ C.unsqueeze(-1)).squeeze(-1)

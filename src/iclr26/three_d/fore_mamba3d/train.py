@@ -20,8 +20,15 @@ from iclr26.three_d.fore_mamba3d.head import (
 )
 
 
+def _pool_labels(labels: torch.Tensor, parent: torch.Tensor, n: int) -> torch.Tensor:
+    """Labels of downsampled voxels: the maximum over each voxel's children (foreground if any
+    child is; the highest class id where children disagree)."""
+    out = labels.new_zeros(n)
+    return out.scatter_reduce(0, parent, labels, reduce="amax", include_self=False)
+
+
 def detection_loss(backbone, head, scene, voxel_size: float, aux_weight: float = 2.0) -> dict:
-    """The paper's loss terms for one scene."""
+    """The paper's loss terms for one scene (L_f and L_s summed over the stages)."""
     voxel_size = V.check_scalar(voxel_size, "voxel_size", low=0, low_open=True)
     aux_weight = V.check_scalar(aux_weight, "aux_weight", low=0)
     out = backbone(scene.coords, scene.feats)
@@ -40,6 +47,12 @@ def detection_loss(backbone, head, scene, voxel_size: float, aux_weight: float =
     if out["fg_logits"] is not None:
         terms["fg"] = binary_focal_loss(out["fg_logits"], scene.fg)
         terms["sem"] = multiclass_focal_loss(out["sem_logits"], scene.sem)
+        fg, sem = scene.fg.to(dev), scene.sem.to(dev)
+        for st in out.get("stages", ()):  # later stages: a voxel takes its children's labels
+            fg = _pool_labels(fg, st["parent"], len(st["fg_logits"]))
+            sem = _pool_labels(sem, st["parent"], len(st["fg_logits"]))
+            terms["fg"] = terms["fg"] + binary_focal_loss(st["fg_logits"], fg)
+            terms["sem"] = terms["sem"] + multiclass_focal_loss(st["sem_logits"], sem)
     total = l_cls + l_reg + aux_weight * (terms.get("fg", 0.0) + terms.get("sem", 0.0))
     terms["total"] = total
     return terms
