@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -30,8 +28,14 @@ from iclr26 import validation as V
 from iclr26.claims import build_lock
 from iclr26.llm.qat_reasoning.tasks import arithmetic_problems
 from iclr26.models.tinylm import cosine_with_warmup
-from iclr26.models.tinylm.cache import stable_hash, tinylm_dir, version_tag, write_json
-from iclr26.models.tinylm.train import adamw_for, torch_threads
+from iclr26.models.tinylm.cache import stable_hash, tinylm_dir, version_tag
+from iclr26.models.tinylm.train import (
+    _load_saved,
+    _params_digest,
+    _save,
+    adamw_for,
+    torch_threads,
+)
 
 TEACHER_SEED = 1000  # generator seed of the teacher's training problems (never evaluated)
 GROUP_OVERHEAD_TOKENS = 96  # cost of one more forward pass, in padded token positions
@@ -171,14 +175,6 @@ def sft_step_loss(model, rows, starts, pick, pad: int, scale: float = 1.0) -> tu
     return total, count
 
 
-def _params_digest(model: nn.Module) -> str:
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().to(torch.float32).cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
 def sft_finetune(
     model: nn.Module,
     tokenizer,
@@ -229,10 +225,10 @@ def sft_finetune(
         )
         folder = tinylm_dir() / "finetune" / f"{cache_name}-{key}"
         if (folder / "meta.json").exists():
-            return _load(folder)
+            return _load_saved(folder)
         with build_lock(folder):  # one builder; a second caller waits, then loads
             if (folder / "meta.json").exists():
-                return _load(folder)
+                return _load_saved(folder)
             return _train(model, tokenizer, rows, starts, steps, lr, batch, seed, threads,
                           progress, cache_name, folder)  # fmt: skip
     return _train(
@@ -273,21 +269,8 @@ def _train(model, tok, rows, starts, steps, lr, batch, seed, threads, progress, 
     }
     model.tinylm_meta = meta
     if folder is not None:
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(tmp, safe_serialization=True)
-        write_json(tmp / "meta.json", meta)
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.replace(folder)
-    return model
-
-
-def _load(folder: Path) -> nn.Module:
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    model.eval()
-    model.tinylm_meta = json.loads((folder / "meta.json").read_text())
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _save(model, folder, meta)
     return model
 
 

@@ -278,7 +278,7 @@ def _params_digest(model: torch.nn.Module) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+        digest.update(tensor.detach().to(torch.float32).cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
 
 
