@@ -47,6 +47,8 @@ PLUGINS: dict[str, tuple[str, str]] = {
 WARMUPS: dict[str, tuple[str, str]] = {
     "lm": ("iclr26.models.tinylm", "warmup"),
     "vision": ("iclr26.models.vision", "warmup"),
+    # the QAT room's reasoning teacher: the tiny LM fine-tuned on arithmetic CoT (minutes)
+    "qat-teacher": ("iclr26.llm.qat_reasoning.claims", "warm_teacher"),
 }
 
 

@@ -478,6 +478,21 @@ CASES = [
         ValueError,
         "steps",
     ),
+    (
+        "reasoning_teacher",
+        "range",
+        lambda: reasoning_teacher(
+            _model(),
+            _Tok(),
+            np.arange(500),
+            steps=1,
+            n_examples=4,
+            cache_name=None,
+            anchor_weight=NAN,
+        ),
+        ValueError,
+        "anchor_weight",
+    ),
     # export
     ("pack_bits", "range", lambda: pack_bits(torch.tensor([0, 4]), 2), ValueError, "codes"),
     ("pack_bits", "range", lambda: pack_bits(torch.tensor([0, 1]), 5), ValueError, "bits"),

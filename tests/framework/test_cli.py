@@ -205,6 +205,25 @@ def test_warmup_vision_is_wired_to_the_stack(capsys, tmp_path, monkeypatch):
     assert code == 2 and "unknown size" in err and err.count("\n") == 1
 
 
+def test_warmup_qat_teacher_is_wired_to_the_room(capsys, tmp_path, monkeypatch):
+    import iclr26.llm.qat_reasoning.claims as qat
+
+    calls = []
+
+    def fake_warm(size="quick", progress=None):
+        if size not in ("test", "smoke", "quick", "full"):
+            raise ValueError(f"unknown size {size!r}")
+        calls.append(size)
+        progress(1, 1, "done")
+        return tmp_path / "teacher"
+
+    monkeypatch.setattr(qat, "warm_teacher", fake_warm)
+    code, out, _ = run(capsys, "warmup", "qat-teacher")
+    assert code == 0 and calls == ["quick"] and "qat-teacher: cached at" in out
+    code, _, err = run(capsys, "warmup", "qat-teacher", "--size", "huge")
+    assert code == 2 and "unknown size" in err
+
+
 @needs_cda
 def test_slug_colon_claim_selects_single_claims(capsys, tmp_path):
     from iclr26.runner import plan

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
@@ -458,6 +459,25 @@ def test_claims_run_at_smoke_scale(name, tmp_path):
     assert record["verdict"] in {"reproduced", "not reproduced", "inconclusive"}, record["reason"]
     assert record["metrics"] and record["baseline"]
     _assert_figures_open(record, tmp_path)
+    if name != "teacher-vs-self-reweighting":  # where the time goes, per stage
+        stages = record["metrics"]["stage_seconds"]
+        assert "teacher fine-tune or load" in stages["setup"]
+        assert all(v["cpu_s"] >= 0 and v["calls"] >= 1 for v in stages["claim"].values())
+        assert record["metrics"]["teacher"]["anchor_weight"] == 5.0
+
+
+def test_warm_teacher_builds_the_claims_cache_entry():
+    from iclr26.llm.qat_reasoning.claims import Scale, _base, _teacher, warm_teacher
+
+    told = []
+    folder = warm_teacher("smoke", progress=lambda *a: told.append(a))
+    assert (folder / "meta.json").is_file() and told[-1][:2] == (1, 1)
+    first = _teacher(Scale.SMOKE, *_base(Scale.SMOKE)[:4])  # the claims' call reads it back
+    assert first.tinylm_cache_dir == folder and first.tinylm_meta["anchor_weight"] == 5.0
+    assert json.loads((folder / "meta.json").read_text())["steps"] == first.tinylm_meta["steps"]
+    assert warm_teacher("test") == folder  # "test" (the CLI's smallest size) means smoke
+    with pytest.raises(ValueError, match="size"):
+        warm_teacher("huge")
 
 
 def test_cli_quantizes_a_local_model(tmp_path):
@@ -620,3 +640,46 @@ def test_stage2_on_label_positions_matches_padded_batches(monkeypatch, loss):
         assert h1[key] == pytest.approx(h2[key], rel=1e-5, abs=1e-7), key
     for name, value in s1.items():
         assert torch.allclose(value, s2[name], atol=1e-5, rtol=1e-4), name
+
+
+def test_sft_anchor_kl_is_zero_at_the_start_and_only_on_full_rows():
+    """KL(anchor || model) adds nothing while the model is the anchor, and after a change it
+    reads the prompt-free (full-sequence) rows only."""
+    from iclr26.llm.qat_reasoning.teacher import encode_examples, sft_step_loss
+
+    tok = _Tok()
+    model = tiny_llama(seed=5)
+    anchor = copy.deepcopy(model)
+    rows, starts = encode_examples(tok, [("ab", "cd"), ("", "xyz")], max_len=None)
+    plain, count = sft_step_loss(model, rows, starts, [0, 1], tok.pad_token_id, scale=0.0)
+    anchored, count2 = sft_step_loss(
+        model, rows, starts, [0, 1], tok.pad_token_id, 0.0, anchor, 5.0
+    )
+    assert count2 == count and anchored == pytest.approx(plain, abs=1e-6)
+    with torch.no_grad():
+        model.model.layers[0].mlp.down_proj.weight.add_(0.3)
+    ce_prompt, _ = sft_step_loss(model, rows, starts, [0], tok.pad_token_id, scale=0.0)
+    kl_prompt, _ = sft_step_loss(model, rows, starts, [0], tok.pad_token_id, 0.0, anchor, 5.0)
+    assert kl_prompt == pytest.approx(ce_prompt, rel=1e-6)  # a prompted row: no KL term
+    ce_full, _ = sft_step_loss(model, rows, starts, [1], tok.pad_token_id, scale=0.0)
+    kl_full, _ = sft_step_loss(model, rows, starts, [1], tok.pad_token_id, 0.0, anchor, 5.0)
+    assert kl_full > ce_full + 1e-4
+
+
+def test_sft_finetune_freezes_embeddings_and_keys_the_cache(tmp_path, monkeypatch):
+    from iclr26.llm.qat_reasoning.teacher import sft_finetune
+
+    pairs = _sft_pairs_mixed()
+    model = tiny_llama(seed=3)
+    emb = model.get_input_embeddings().weight.detach().clone()
+    layer = model.model.layers[0].mlp.up_proj.weight.detach().clone()
+    sft_finetune(model, _Tok(), pairs, steps=3, lr=3e-3, batch=4, freeze_embeddings=True,
+                 anchor_weight=1.0)  # fmt: skip
+    assert torch.equal(model.get_input_embeddings().weight, emb)
+    assert model.get_input_embeddings().weight.requires_grad  # restored afterwards
+    assert not torch.equal(model.model.layers[0].mlp.up_proj.weight, layer)
+    assert model.tinylm_meta["anchor_weight"] == 1.0 and model.tinylm_meta["freeze_embeddings"]
+    with pytest.raises(ValueError, match="anchor_weight"):
+        sft_finetune(tiny_llama(), _Tok(), pairs, steps=1, lr=1e-3, batch=2, anchor_weight=-1)
+    with pytest.raises(TypeError, match="freeze_embeddings"):
+        sft_finetune(tiny_llama(), _Tok(), pairs, steps=1, lr=1e-3, batch=2, freeze_embeddings=1)

@@ -188,3 +188,45 @@ def test_finetune_builds_a_cache_entry_under_its_lock_and_loads_it_after(
     assert len(taken) == 1  # a built entry is read without the lock
     for a, b in zip(first.state_dict().values(), second.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def _stream_in_child(cache: str, files: int, queue) -> None:
+    import os
+    import time
+
+    import numpy as np
+
+    from iclr26.models.tinylm import tokenizer
+
+    os.environ["ICLR26_CACHE"] = cache
+    real_save = np.save
+
+    def slow_save(*args, **kwargs):  # both children have written before either renames
+        real_save(*args, **kwargs)
+        time.sleep(1.0)
+
+    tokenizer.np.save = slow_save
+    tok = tinylm.get_tokenizer(max_files=files)
+    queue.put(tinylm.token_stream(tok, "test", max_files=files).tolist())
+
+
+def test_token_stream_built_by_two_processes_at_once(tmp_path, monkeypatch):
+    """Two claims that start together both encode a split nobody has cached: neither may fail
+    on the other's temporary file, both get the same stream, and no temporary file stays."""
+    import multiprocessing as mp
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    tinylm.get_tokenizer(max_files=FILES)  # the tokenizer first, so only the stream races
+    ctx = mp.get_context("fork")  # the children run this module's function
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_stream_in_child, args=(str(tmp_path), FILES, queue)) for _ in range(2)
+    ]
+    for p in procs:
+        p.start()
+    streams = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert streams[0] == streams[1] and len(streams[0]) > 0
+    assert not list(tmp_path.rglob("*.tmp.npy"))

@@ -10,10 +10,15 @@ without the work that cannot change it: the rows of a batch run in a few groups 
 length instead of one block padded to the longest row (right padding needs no attention mask
 under a causal mask, so every real position sees exactly what it sees in the padded block),
 and the output layer and its softmax run only at the positions that carry a label.
+
+The claims' teacher adds a KL anchor to the base model on the stdlib chunks
+(``anchor_weight``): plain SFT on the spec's mixture leaves the code perplexity far above the
+spec's acceptance bound at the tiny size, the anchor keeps it at the base model's.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import time
@@ -130,19 +135,41 @@ def head_and_body(model: nn.Module):
     return body, head
 
 
-def sft_step_loss(model, rows, starts, pick, pad: int, scale: float = 1.0) -> tuple[float, int]:
+def _logits_at(model, parts, ids, r_t, p_t):
+    if parts is not None:
+        body, head = parts
+        return head(body(input_ids=ids, use_cache=False).last_hidden_state[r_t, p_t])
+    return model(input_ids=ids, use_cache=False).logits[r_t, p_t]
+
+
+def sft_step_loss(
+    model,
+    rows,
+    starts,
+    pick,
+    pad: int,
+    scale: float = 1.0,
+    anchor: nn.Module | None = None,
+    anchor_weight: float = 0.0,
+) -> tuple[float, int]:
     """Back-propagate ``scale`` x the mean completion-token cross-entropy of the rows ``pick``
     (gradients accumulate in the parameters); returns (loss, label count). The same value
-    and gradient as one padded batch through ``model(..., labels=...)``."""
+    and gradient as one padded batch through ``model(..., labels=...)``. With ``anchor`` (a
+    frozen reference model) and ``anchor_weight > 0`` the loss adds ``anchor_weight`` x
+    KL(anchor || model) at every labelled position of the rows without a prompt (the
+    full-sequence rows: the stdlib chunks of the teacher), summed and divided by the same
+    label count as the cross-entropy."""
     device = next(model.parameters()).device
     parts = head_and_body(model)
+    use_anchor = anchor is not None and anchor_weight > 0
+    anchor_parts = head_and_body(anchor) if use_anchor else None
     lengths = [len(rows[i]) for i in pick]
     targets_all = []  # per group: (input ids, row index, position, target) of labelled positions
     count = 0
     for group in length_groups(lengths):
         width = max(lengths[g] for g in group)
         ids = torch.full((len(group), width), pad, dtype=torch.long)
-        r_idx, p_idx, tgt = [], [], []
+        r_idx, p_idx, tgt, full = [], [], [], []
         for r, g in enumerate(group):
             seq = rows[pick[g]]
             ids[r, : len(seq)] = torch.tensor(seq)
@@ -151,25 +178,29 @@ def sft_step_loss(model, rows, starts, pick, pad: int, scale: float = 1.0) -> tu
                 r_idx.append(r)
                 p_idx.append(t - 1)
                 tgt.append(seq[t])
+                full.append(starts[pick[g]] == 0)
         count += len(tgt)
-        targets_all.append((ids, r_idx, p_idx, tgt))
+        targets_all.append((ids, r_idx, p_idx, tgt, full))
     if count == 0:
         return 0.0, 0
     total = 0.0
-    for ids, r_idx, p_idx, tgt in targets_all:
+    for ids, r_idx, p_idx, tgt, full in targets_all:
         if not tgt:
             continue
         ids = ids.to(device)
         r_t = torch.tensor(r_idx, device=device)
         p_t = torch.tensor(p_idx, device=device)
         target = torch.tensor(tgt, device=device)
-        if parts is not None:
-            body, head = parts
-            hidden = body(input_ids=ids, use_cache=False).last_hidden_state
-            logits = head(hidden[r_t, p_t])
-        else:
-            logits = model(input_ids=ids, use_cache=False).logits[r_t, p_t]
+        logits = _logits_at(model, parts, ids, r_t, p_t)
         loss = F.cross_entropy(logits.float(), target, reduction="sum") / count
+        mask = torch.tensor(full, device=device)
+        if use_anchor and bool(mask.any()):
+            with torch.no_grad():
+                ref = _logits_at(anchor, anchor_parts, ids, r_t[mask], p_t[mask]).float()
+                ref = torch.log_softmax(ref, -1)
+            own = torch.log_softmax(logits[mask].float(), -1)
+            kl = (ref.exp() * (ref - own)).sum()
+            loss = loss + anchor_weight * kl / count
         (loss * scale).backward()
         total += float(loss.detach())
     return total, count
@@ -187,6 +218,8 @@ def sft_finetune(
     cache_name: str | None = None,
     threads: int | None = None,
     progress: Callable[[int, float], None] | None = None,
+    anchor_weight: float = 0.0,
+    freeze_embeddings: bool = False,
 ) -> nn.Module:
     """Fine-tune ``model`` in place on ``(prompt, completion)`` pairs with the loss on the
     completion: ``steps`` AdamW steps (betas 0.9/0.95, weight decay 0.1 on matrices, cosine
@@ -194,7 +227,11 @@ def sft_finetune(
     drawn with replacement from ``numpy.random.default_rng(seed)`` -- the objective and the
     batches of ``iclr26.models.tinylm.finetune_lm``. With ``cache_name`` the result is cached
     under that name plus a hash of the base weights, the examples and the settings.
-    ``progress(step, loss)`` is told after every step. Returns the model in eval mode."""
+    ``progress(step, loss)`` is told after every step. ``anchor_weight > 0`` adds that weight
+    x KL(start || model) on the full-sequence rows (pairs with an empty prompt), the start
+    being a frozen copy of ``model`` as passed in (see :func:`sft_step_loss`).
+    ``freeze_embeddings`` keeps the input embeddings (and an output layer tied to them) at
+    their start values. Returns the model in eval mode."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     steps = V.check_int(steps, "steps", low=1)
@@ -203,6 +240,9 @@ def sft_finetune(
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     seed = V.check_int(seed, "seed", low=0)
+    anchor_weight = V.check_scalar(anchor_weight, "anchor_weight", low=0.0)
+    if not isinstance(freeze_embeddings, bool):
+        raise TypeError(f"freeze_embeddings must be a bool, got {type(freeze_embeddings).__name__}")
     rows, starts = encode_examples(tokenizer, examples, max_len)
     if not any(len(r) > max(s, 1) for r, s in zip(rows, starts)):
         raise ValueError("examples: no completion token survives max_len truncation")
@@ -220,49 +260,77 @@ def sft_finetune(
                 "batch": batch,
                 "seed": seed,
                 "max_len": max_len,
+                **({"anchor_weight": anchor_weight} if anchor_weight > 0 else {}),
+                **({"freeze_embeddings": True} if freeze_embeddings else {}),
                 **version_tag(),
             }
         )
         folder = tinylm_dir() / "finetune" / f"{cache_name}-{key}"
         if (folder / "meta.json").exists():
-            return _load_saved(folder)
-        with build_lock(folder):  # one builder; a second caller waits, then loads
-            if (folder / "meta.json").exists():
-                return _load_saved(folder)
-            return _train(model, tokenizer, rows, starts, steps, lr, batch, seed, threads,
-                          progress, cache_name, folder)  # fmt: skip
+            trained = _load_saved(folder)
+        else:
+            with build_lock(folder):  # one builder; a second caller waits, then loads
+                if (folder / "meta.json").exists():
+                    trained = _load_saved(folder)
+                else:
+                    trained = _train(model, tokenizer, rows, starts, steps, lr, batch, seed,
+                                     threads, progress, cache_name, folder, anchor_weight,
+                                     freeze_embeddings)  # fmt: skip
+        trained.tinylm_cache_dir = folder  # where the cached weights are
+        return trained
     return _train(
-        model, tokenizer, rows, starts, steps, lr, batch, seed, threads, progress, None, None
-    )
+        model, tokenizer, rows, starts, steps, lr, batch, seed, threads, progress, None, None,
+        anchor_weight, freeze_embeddings,
+    )  # fmt: skip
 
 
-def _train(model, tok, rows, starts, steps, lr, batch, seed, threads, progress, name, folder):
+def _train(
+    model, tok, rows, starts, steps, lr, batch, seed, threads, progress, name, folder,
+    anchor_w=0.0, freeze=False,
+):  # fmt: skip
     started = time.perf_counter()
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     rng = np.random.default_rng(seed)
     losses = []
-    with torch_threads(threads):
-        torch.manual_seed(seed)
-        model.train()
-        opt = adamw_for(model, lr)
-        sched = cosine_with_warmup(opt, steps)
-        for step in range(steps):
-            pick = rng.integers(0, len(rows), size=batch).tolist()
-            opt.zero_grad(set_to_none=True)
-            loss, count = sft_step_loss(model, rows, starts, pick, pad)
-            if count:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-            sched.step()
-            losses.append(loss)
-            if progress is not None:
-                progress(step, loss)
+    anchor = None
+    if anchor_w > 0:
+        anchor = copy.deepcopy(model).eval()
+        for p in anchor.parameters():
+            p.requires_grad_(False)
+    frozen = []
+    if freeze:
+        emb = model.get_input_embeddings()
+        frozen = [p for p in emb.parameters() if p.requires_grad]
+        for p in frozen:
+            p.requires_grad_(False)
+    try:
+        with torch_threads(threads):
+            torch.manual_seed(seed)
+            model.train()
+            opt = adamw_for(model, lr)
+            sched = cosine_with_warmup(opt, steps)
+            for step in range(steps):
+                pick = rng.integers(0, len(rows), size=batch).tolist()
+                opt.zero_grad(set_to_none=True)
+                loss, count = sft_step_loss(model, rows, starts, pick, pad, 1.0, anchor, anchor_w)
+                if count:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    opt.step()
+                sched.step()
+                losses.append(loss)
+                if progress is not None:
+                    progress(step, loss)
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
     model.eval()
     meta = {
         "cache_name": name,
         "steps": steps,
         "lr": lr,
         "batch": batch,
+        "anchor_weight": anchor_w,
+        "freeze_embeddings": freeze,
         "seconds": round(time.perf_counter() - started, 2),
         "losses": losses,
         **version_tag(),
@@ -285,11 +353,16 @@ def reasoning_teacher(
     cache_name: str | None = "tinylm-quick+arith-cot",
     seed: int = 0,
     threads: int | None = None,
+    code_share: float = 0.15,
+    anchor_weight: float = 0.0,
+    freeze_embeddings: bool = False,
 ) -> torch.nn.Module:
     """Fine-tune ``base`` into the reasoning teacher (:func:`sft_finetune`, sequences <= 64
     tokens); cached under ``cache_name`` plus a hash of the base weights, data and settings.
-    ``base`` is trained in place when the cache is cold; pass a copy to keep it."""
-    pairs = teacher_examples(tokenizer, code_stream, n_examples, 0.15, seed)
+    ``base`` is trained in place when the cache is cold; pass a copy to keep it.
+    ``anchor_weight`` and ``freeze_embeddings`` protect the code text (see
+    :func:`sft_finetune`); both are off by default, the spec's plain SFT."""
+    pairs = teacher_examples(tokenizer, code_stream, n_examples, code_share, seed)
     return sft_finetune(
         base,
         tokenizer,
@@ -301,4 +374,6 @@ def reasoning_teacher(
         max_len=64,
         cache_name=cache_name,
         threads=threads,
+        anchor_weight=anchor_weight,
+        freeze_embeddings=freeze_embeddings,
     )

@@ -10,6 +10,7 @@ corpus fingerprint.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +134,10 @@ def token_stream(
         pieces.append(np.asarray([eos], dtype=np.int64))
     dtype = np.uint16 if len(tok) < 65536 else np.int32
     stream = np.concatenate(pieces).astype(dtype) if pieces else np.zeros(0, dtype)
-    tmp = path.with_suffix(".tmp.npy")
+    # a per-process temporary name: two processes that encode the same split at once (two
+    # claims starting together) each write their own file and the last rename wins, with the
+    # same content
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
     np.save(tmp, stream)
     tmp.replace(path)
     return stream
