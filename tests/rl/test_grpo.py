@@ -4,6 +4,7 @@ update improving a rigged bandit, exact resume, and bad input."""
 
 from __future__ import annotations
 
+import copy
 import math
 from types import SimpleNamespace
 
@@ -221,6 +222,44 @@ def test_resume_from_state_dict_continues_bit_for_bit():
     b.step(["x"] * 4)
     assert torch.equal(a.policy.bias, b.policy.bias)
     assert a.updates == b.updates == 3
+
+
+def test_a_single_step_update_reuses_its_own_logprobs_as_the_old_ones():
+    """One epoch and one minibatch: the trainer skips the separate old-log-prob pass and the
+    update equals the one with recomputed old log-probabilities; with two epochs it must
+    recompute them (the second epoch's ratio is no longer 1)."""
+    calls = {"n": 0}
+
+    def counting(model):
+        hook = model.register_forward_hook(lambda *a: calls.__setitem__("n", calls["n"] + 1))
+        return hook
+
+    torch.manual_seed(0)
+    a = Bandit()
+    b = copy.deepcopy(a)
+    cfg = GRPOConfig(group_size=4, lr=0.1, kl_coef=0.0, entropy_coef=0.0, seed=3)
+    ta = GRPOTrainer(a, bandit_reward, bandit_generate(a), cfg)
+    counting(a)
+    ta.step(["x"] * 4)
+    forwards_single = calls["n"]
+    # the same update with the old log-probabilities computed by a separate pass
+    tb = GRPOTrainer(b, bandit_reward, bandit_generate(b), cfg)
+    rollouts = tb.rollout(["x"] * 4)
+    adv = torch.as_tensor(tb.advantage_fn(tb.score(["x"] * 4, rollouts), 4), dtype=torch.float32)
+    with torch.no_grad():
+        old, _ = token_logprobs(b, rollouts)
+    policy_update(b, tb.optimizer, rollouts, adv, old, None, cfg)
+    assert torch.allclose(a.bias, b.bias, atol=1e-6) and not torch.equal(a.bias, Bandit().bias)
+    calls["n"] = 0
+    c = Bandit()
+    cfg2 = GRPOConfig(group_size=4, lr=0.1, kl_coef=0.0, entropy_coef=0.0, ppo_epochs=2)
+    tc = GRPOTrainer(c, bandit_reward, bandit_generate(c), cfg2)
+    counting(c)
+    tc.step(["x"] * 4)
+    # sampling (counted inside generate for this policy) + old pass + 2 update passes
+    assert calls["n"] == forwards_single + 2
+    with pytest.raises(ValueError, match="old_logp"):
+        policy_update(c, tc.optimizer, rollouts, adv, None, None, cfg2)
 
 
 def test_batch_selector_decides_the_trained_rows_and_entropy_schedule():

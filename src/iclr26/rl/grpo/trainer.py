@@ -124,14 +124,19 @@ def policy_update(
     optimizer: torch.optim.Optimizer,
     rollouts: Rollouts,
     advantages: torch.Tensor,
-    old_logp: torch.Tensor,
+    old_logp: torch.Tensor | None,
     ref_logp: torch.Tensor | None,
     config: GRPOConfig,
     entropy_coef: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> dict[str, float]:
     """``ppo_epochs`` passes over ``minibatches`` shuffled chunks of ``rollouts`` (rows already
-    selected; duplicates allowed), one optimizer step per chunk. Returns mean diagnostics."""
+    selected; duplicates allowed), one optimizer step per chunk. Returns mean diagnostics.
+
+    ``old_logp=None`` takes the update's own log-probabilities, detached, as the old ones
+    (ratio exactly 1, as TRL does with one iteration per batch): allowed only when the update
+    is a single optimizer step (``ppo_epochs == 1`` and ``minibatches == 1``), where the
+    parameters that sampled the old values are the ones being updated."""
     for name, value, kind in (
         ("policy", policy, torch.nn.Module),
         ("optimizer", optimizer, torch.optim.Optimizer),
@@ -143,7 +148,15 @@ def policy_update(
     n = len(rollouts)
     width = tuple(rollouts.response_mask.shape)
     V.check_tensor(advantages, "advantages", shape=(n,), floating=True)
-    V.check_tensor(old_logp, "old_logp", shape=width, floating=True)
+    if old_logp is None:
+        if config.ppo_epochs != 1 or config.minibatches != 1:
+            raise ValueError(
+                "old_logp may be None only for a single optimizer step (ppo_epochs == 1 and "
+                f"minibatches == 1), got ppo_epochs={config.ppo_epochs}, "
+                f"minibatches={config.minibatches}"
+            )
+    else:
+        V.check_tensor(old_logp, "old_logp", shape=width, floating=True)
     if ref_logp is not None:
         V.check_tensor(ref_logp, "ref_logp", shape=width, floating=True)
     entropy_coef = V.check_scalar(entropy_coef, "entropy_coef", low=0.0)
@@ -157,12 +170,12 @@ def policy_update(
         )
         for chunk in order.chunk(min(config.minibatches, n)):
             mb = rollouts.select(chunk)
-            chunk = chunk.to(old_logp.device)
             mask = mb.response_mask.float()
             logp, entropy = token_logprobs(policy, mb, with_entropy=entropy_coef > 0)
+            chunk = chunk.to(logp.device)
             loss, stats = policy_loss(
                 logp,
-                old_logp[chunk],
+                logp.detach() if old_logp is None else old_logp[chunk],
                 advantages[chunk],
                 mask,
                 config.clip_low,
@@ -300,8 +313,10 @@ class GRPOTrainer:
             )
         V.check_tensor(adv, "advantages (from advantage_fn)", ndim=1)
         mask = rollouts.response_mask.float()
+        # one optimizer step per batch: the update's own log-probabilities are the old ones
+        single_step = self.config.ppo_epochs == 1 and self.config.minibatches == 1
         with torch.no_grad():
-            old_logp, _ = token_logprobs(self.policy, rollouts)
+            old_logp = None if single_step else token_logprobs(self.policy, rollouts)[0]
             ref_logp = None
             if self.ref_policy is not None and self.config.kl_coef > 0:
                 ref_logp, _ = token_logprobs(self.ref_policy, rollouts)
@@ -318,7 +333,7 @@ class GRPOTrainer:
             self.optimizer,
             chosen,
             adv[index],
-            old_logp[index],
+            None if old_logp is None else old_logp[index],
             None if ref_logp is None else ref_logp[index],
             self.config,
             self.config.entropy_coef_at(self.updates),
