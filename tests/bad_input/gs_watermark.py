@@ -6,8 +6,12 @@ from iclr26.three_d.gs_raster import orbit_cameras
 from iclr26.three_d.gs_watermark import (
     AnchorGrowth,
     AnchorGS,
+    BinaryHashGrid,
     CompMarkGS,
+    ContextGSCodec,
     ExplicitWatermark,
+    HACCodec,
+    HACDecoded,
     HACLikeCompressor,
     MessageDecoder,
     MessageEncoder,
@@ -489,4 +493,124 @@ CASES += [
         TypeError,
         "gs",
     ),
+]
+
+# the real HAC codec
+GS_NAN = AnchorGS(PTS, feature_dim=4, k=2, voxel=0.2)
+with torch.no_grad():
+    GS_NAN.feature[0, 0] = NAN
+GS_EMPTY = AnchorGS(PTS, feature_dim=4, k=2, voxel=0.2)
+GS_EMPTY.anchor = torch.nn.Parameter(torch.zeros(0, 3))
+CODEC = HACCodec(4, 2)
+CASES += [
+    ("HACCodec", "range", lambda: HACCodec(4, 2, feature_step=0.0), ValueError, "feature_step"),
+    ("HACCodec", "nan", lambda: HACCodec(4, 2, scaling_step=NAN), ValueError, "scaling_step"),
+    ("HACCodec", "range", lambda: HACCodec(4, 2, offset_step=-1.0), ValueError, "offset_step"),
+    ("HACCodec", "type", lambda: HACCodec(4, 2, resolutions=4), TypeError, "resolutions"),
+    ("HACCodec", "type", lambda: CODEC.encode("gs"), TypeError, "gs"),
+    ("HACCodec", "nan", lambda: CODEC.encode(GS_NAN), ValueError, "gs.feature"),
+    (
+        "HACCodec",
+        "nan",
+        lambda: CODEC.encode(GS, torch.full((GS.n_anchors, 4), NAN)),
+        ValueError,
+        "features",
+    ),
+    ("HACCodec", "shape", lambda: CODEC.encode(GS, torch.zeros(1, 4)), ValueError, "features"),
+    ("HACCodec", "empty", lambda: CODEC.encode(GS_EMPTY), ValueError, "gs"),
+    ("HACCodec", "other", lambda: HACCodec(8, 2).encode(GS), ValueError, "gs"),
+    ("HACCodec", "range", lambda: CODEC.fit(GS, steps=-1), ValueError, "steps"),
+    ("HACCodec", "nan", lambda: CODEC.fit(GS, VIEWS_NAN, CAMS, steps=1), ValueError, "views"),
+    ("HACCodec", "other", lambda: CODEC.fit(GS, VIEWS, steps=1), ValueError, "cameras"),
+    ("HACCodec", "type", lambda: CODEC.decode("bytes"), TypeError, "data"),
+    ("HACCodec", "other", lambda: CODEC.decode(b"not a bitstream"), ValueError, "data"),
+    ("HACCodec", "type", lambda: CODEC.steps(None), TypeError, "gs"),
+    ("BinaryHashGrid", "range", lambda: BinaryHashGrid((0, 4)), ValueError, "resolutions"),
+    ("BinaryHashGrid", "range", lambda: BinaryHashGrid(log2_size=0), ValueError, "log2_size"),
+    (
+        "HACDecoded",
+        "type",
+        lambda: HACDecoded("gs", torch.zeros(1, 4), torch.zeros(1, 6), torch.zeros(1, 2, 3)),
+        TypeError,
+        "gs",
+    ),
+    (
+        "HACDecoded",
+        "nan",
+        lambda: HACDecoded(
+            GS,
+            torch.full((GS.n_anchors, 4), NAN),
+            torch.ones(GS.n_anchors, 6),
+            torch.zeros(GS.n_anchors, 2, 3),
+        ),
+        ValueError,
+        "feature",
+    ),
+]
+CASES += [
+    (
+        "HACCodec",
+        "other",
+        lambda: CODEC.decode(b"HAC1" + (2).to_bytes(4, "little") + b"{}"),
+        ValueError,
+        "data",
+    ),
+]
+
+# the ContextGS codec
+CGS = ContextGSCodec(4, 2)
+CGS_FITTED = ContextGSCodec(4, 2).fit(GS, steps=1)
+GS_MORE = AnchorGS(torch.rand(12, 3), feature_dim=4, k=2, voxel=0.05)
+CASES += [
+    (
+        "ContextGSCodec",
+        "range",
+        lambda: ContextGSCodec(4, 2, feature_step=0.0),
+        ValueError,
+        "feature_step",
+    ),
+    (
+        "ContextGSCodec",
+        "nan",
+        lambda: ContextGSCodec(4, 2, offset_step=NAN),
+        ValueError,
+        "offset_step",
+    ),
+    ("ContextGSCodec", "range", lambda: ContextGSCodec(4, 2, levels=0), ValueError, "levels"),
+    (
+        "ContextGSCodec",
+        "range",
+        lambda: ContextGSCodec(4, 2, target_ratio=1.0),
+        ValueError,
+        "target_ratio",
+    ),
+    ("ContextGSCodec", "range", lambda: ContextGSCodec(4, 2, hyper_dim=0), ValueError, "hyper_dim"),
+    ("ContextGSCodec", "type", lambda: ContextGSCodec(4, 2, context="yes"), TypeError, "context"),
+    ("ContextGSCodec", "type", lambda: CGS.encode("gs"), TypeError, "gs"),
+    ("ContextGSCodec", "nan", lambda: CGS.encode(GS_NAN), ValueError, "gs.feature"),
+    (
+        "ContextGSCodec",
+        "nan",
+        lambda: CGS.encode(GS, torch.full((GS.n_anchors, 4), NAN)),
+        ValueError,
+        "features",
+    ),
+    ("ContextGSCodec", "shape", lambda: CGS.encode(GS, torch.zeros(1, 4)), ValueError, "features"),
+    ("ContextGSCodec", "empty", lambda: CGS.encode(GS_EMPTY), ValueError, "gs"),
+    ("ContextGSCodec", "other", lambda: ContextGSCodec(8, 2).encode(GS), ValueError, "gs"),
+    ("ContextGSCodec", "other", lambda: CGS_FITTED.encode(GS_MORE), ValueError, "gs"),
+    ("ContextGSCodec", "range", lambda: CGS.fit(GS, steps=-1), ValueError, "steps"),
+    ("ContextGSCodec", "nan", lambda: CGS.fit(GS, VIEWS_NAN, CAMS, steps=1), ValueError, "views"),
+    ("ContextGSCodec", "other", lambda: CGS.fit(GS, VIEWS, steps=1), ValueError, "cameras"),
+    ("ContextGSCodec", "type", lambda: CGS.decode("bytes"), TypeError, "data"),
+    ("ContextGSCodec", "other", lambda: CGS.decode(b"not a bitstream"), ValueError, "data"),
+    (
+        "ContextGSCodec",
+        "other",
+        lambda: CGS.decode(b"CGS1" + (2).to_bytes(4, "little") + b"{}"),
+        ValueError,
+        "data",
+    ),
+    ("ContextGSCodec", "type", lambda: CGS.steps(None), TypeError, "gs"),
+    ("ContextGSCodec", "type", lambda: CGS.levels_of(None), TypeError, "gs"),
 ]

@@ -1,6 +1,7 @@
 """Claim checks of CompMarkGS on a textured three-plane scene (sparse initial points, Scaffold-GS
 anchor growing): C1 bit accuracy after HAC-like anchor-feature quantization against the no-QDL
-ablation (bit accuracy vs the compression step reported in the same run), C2 the explicit-3DGS
+ablation (bit accuracy vs the compression step, and after a real encode -> decode by the HAC
+and ContextGS codecs, reported in the same run), C2 the explicit-3DGS
 attribute watermark (B1) under attribute quantization, C3 rendering quality against the
 unwatermarked anchor model, C4 frequency-aware anchor growing against the ordinary rule.
 Smoke and quick scale run on the CPU; full scale trains and renders on ``ctx.device`` (a GPU
@@ -18,7 +19,9 @@ from iclr26.claims import Context, Result, claim, shared_parts, timeit
 from iclr26.three_d.gs_raster import render
 
 from .anchor import AnchorGS
+from .contextgs import ContextGSCodec
 from .explicit import ExplicitWatermark
+from .hac import HACCodec
 from .hidden import MessageDecoder, held_out_bit_accuracy
 from .losses import psnr
 from .scene import textured_scene
@@ -32,6 +35,9 @@ B1_BITS = (8, 6)
 Q0 = 0.2
 #: the release's (and HAC's) fixed steps for the anchor scaling exp(l) and the offsets
 SCALING_STEP, OFFSET_STEP = 0.001, 0.2
+#: the variants that also go through the real HAC and ContextGS codecs (encode -> bytes ->
+#: decode)
+CODED = ("full", "no_qdl")
 
 
 def _setting(scale: str) -> dict:
@@ -55,6 +61,8 @@ def _setting(scale: str) -> dict:
             wm_every=1,
             wm_cap=60,
             b1_steps=2,
+            codec_rate_steps=2,
+            codec_steps=1,
             bits=8,
             seeds=1,
             **common,
@@ -77,6 +85,8 @@ def _setting(scale: str) -> dict:
             wm_every=10,
             wm_cap=240,
             b1_steps=100,
+            codec_rate_steps=100,
+            codec_steps=15,
             bits=16,
             seeds=1,
             **common,
@@ -99,6 +109,8 @@ def _setting(scale: str) -> dict:
             wm_every=50,
             wm_cap=2500,
             b1_steps=600,
+            codec_rate_steps=1000,
+            codec_steps=200,
             bits=32,
             seeds=3,
             **common,
@@ -216,6 +228,47 @@ def _render_timing(wm: CompMarkGS, cam) -> dict:
     return t.to_dict()
 
 
+def _real_codec(
+    wm: CompMarkGS, tr_v, tr_c, te_v, te_c, s: dict, seed: int, codec_cls=HACCodec
+) -> dict:
+    """Fit a real codec's context model (HAC's, or ContextGS's with ``codec_cls``) to the
+    watermarked scene (frozen; first the rate alone, then rate + rendering distortion so the
+    adaptive steps settle), encode it to bytes, decode it and read the message from renders
+    of the decoded scene."""
+    f = wm.watermarked_features().detach()
+    codec = codec_cls(
+        wm.gs.feature_dim,
+        wm.gs.k,
+        feature_step=Q0,
+        scaling_step=SCALING_STEP,
+        offset_step=OFFSET_STEP,
+        seed=seed,
+    )
+    codec.fit(wm.gs, features=f, steps=s["codec_rate_steps"], seed=seed)
+    codec.fit(wm.gs, tr_v, tr_c, features=f, steps=s["codec_steps"], seed=seed)
+    data = codec.encode(wm.gs, f)
+    sizes = dict(codec.sizes)
+    est = codec.estimate_bits(wm.gs, f)
+    side = "hash" if codec_cls is HACCodec else "hyper"  # the context's own side information
+    coded = ("feature", "scaling", "offset", *((side,) if side in sizes else ()))
+    coded_bits = 8 * sum(sizes[key] for key in coded)
+    steps = codec.steps(wm.gs)
+    return dict(
+        bit_acc=wm.bit_accuracy(te_c, codec),
+        psnr=_mean_psnr(lambda c: wm.render(c, codec), te_c, te_v),
+        bytes=len(data),
+        mb=len(data) / 2**20,
+        bits_per_anchor=8 * len(data) / wm.gs.n_anchors,
+        attribute_bits_per_anchor=8 * sum(sizes[key] for key in coded[:3]) / wm.gs.n_anchors,
+        sizes=sizes,
+        estimated_bits=est,
+        coded_over_estimated=coded_bits / sum(est.values()),
+        mean_steps={key: float(v.mean()) for key, v in steps.items()},
+        anchors=wm.gs.n_anchors,
+        **({"anchors_per_level": codec.levels_of(wm.gs)} if codec_cls is ContextGSCodec else {}),
+    )
+
+
 def _run_experiment(scale: str, seed: int, device: str = "cpu", cache: bool = False) -> dict:
     s = _setting(scale)
     torch.manual_seed(seed)  # the fits draw some numbers from torch's global generator
@@ -284,6 +337,11 @@ def _run_experiment(scale: str, seed: int, device: str = "cpu", cache: bool = Fa
             row[f"{name}_rate_bits_0.4"] = HACLikeCompressor(0.4).rate_bits(
                 wm.watermarked_features().detach()
             )
+            if name in CODED:
+                row[f"{name}_hac"] = _real_codec(wm, tr_v, tr_c, te_v, te_c, s, seed + k)
+                row[f"{name}_contextgs"] = _real_codec(
+                    wm, tr_v, tr_c, te_v, te_c, s, seed + k, ContextGSCodec
+                )
             hist = wm.growth.history
             row[f"{name}_anchors"] = wm.gs.n_anchors
             row[f"{name}_grown"] = sum(h["grown"] for h in hist)
@@ -307,6 +365,29 @@ def _mean(rows, key, sub=None):
     return float(np.mean([r[key][sub] if sub else r[key] for r in rows]))
 
 
+def _codec_means(rows, key) -> dict:
+    """The real codec's numbers, averaged over the rows (sizes per part in bytes)."""
+    recs = [r[key] for r in rows]
+    out = {
+        name: float(np.mean([r[name] for r in recs]))
+        for name in (
+            "bit_acc",
+            "psnr",
+            "bytes",
+            "mb",
+            "bits_per_anchor",
+            "attribute_bits_per_anchor",
+            "coded_over_estimated",
+            "anchors",
+        )
+    }
+    out["mean_feature_step"] = float(np.mean([r["mean_steps"]["feature"] for r in recs]))
+    out["bytes_by_part"] = {
+        part: float(np.mean([r["sizes"][part] for r in recs])) for part in recs[0]["sizes"]
+    }
+    return out
+
+
 @claim(
     paper=PAPER,
     name="survives-compression",
@@ -328,6 +409,8 @@ def survives_compression(ctx: Context) -> Result:
         "bit_acc_train_views": _mean(rows, "full_acc", "train"),
         "bit_acc_after_0.4_and_attributes": _mean(rows, "full_acc", "0.4_attributes"),
         "feature_rate_bits_0.4": _mean(rows, "full_rate_bits_0.4"),
+        "hac_codec": _codec_means(rows, "full_hac"),
+        "contextgs_codec": _codec_means(rows, "full_contextgs"),
         "bits": exp["setting"]["bits"],
         "decoder_held_out_bit_acc": exp["decoder_held_out"],
     }
@@ -338,6 +421,8 @@ def survives_compression(ctx: Context) -> Result:
             "bit_acc_vs_step": abl,
             "bit_acc_train_views": _mean(rows, "no_qdl_acc", "train"),
             "bit_acc_after_0.4_and_attributes": _mean(rows, "no_qdl_acc", "0.4_attributes"),
+            "hac_codec": _codec_means(rows, "no_qdl_hac"),
+            "contextgs_codec": _codec_means(rows, "no_qdl_contextgs"),
         }
     }
     result = Result.judge(
@@ -356,6 +441,15 @@ def survives_compression(ctx: Context) -> Result:
     ctx.mark_threshold(ax, 0.85, "CompMarkGS at step 0.4 must reach 0.85")
     ctx.mark_threshold(ax, abl["0.4"] + 0.05, "... and no-QDL at 0.4 + 0.05", linestyle="-.",
                        color="tab:red")  # fmt: skip
+    for key, style, who in (
+        ("full_hac", "*", "CompMarkGS, real HAC codec"),
+        ("no_qdl_hac", "P", "no QDL, real HAC codec"),
+        ("full_contextgs", "X", "CompMarkGS, ContextGS codec"),
+        ("no_qdl_contextgs", "D", "no QDL, ContextGS codec"),
+    ):
+        hac = _codec_means(rows, key)
+        ax.plot([hac["mean_feature_step"]], [hac["bit_acc"]], style, ms=8,
+                label=f"{who} (at its mean step; reported)")  # fmt: skip
     ax.axvline(STEPS[-1], color="grey", lw=0.6, alpha=0.5)
     ax.set_xlabel("feature quantization step (0 = uncompressed; judged at 0.4)", fontsize=8)
     ax.set_ylabel("bit accuracy (test views)", fontsize=8)
@@ -425,6 +519,8 @@ def attribute_watermarks_break(ctx: Context) -> Result:
                 "bit_acc_before": comp["0"],
                 "bit_acc_after_0.4": comp["0.4"],
                 "drop_0.4": comp["0"] - comp["0.4"],
+                "hac_codec": _codec_means(rows, "full_hac"),
+                "contextgs_codec": _codec_means(rows, "full_contextgs"),
             }
         },
         required={"B1 drop after 6-bit >= 0.15": before - after["6bit"] >= 0.15},

@@ -4,7 +4,7 @@ q = Q0 (1 + tanh(MLP_q(f^w))), a frozen message decoder on the Haar LL band of r
 message loss BCE(10 * logits, M) ramped in, the hue-masked HSV loss, optional uniform noise on
 the anchor scalings and offsets during training (HAC's quantization proxy), and a HAC-like
 quantizer of the anchor features (and optionally of the scalings and offsets) as the
-compressor."""
+compressor; the real HAC codec (:mod:`.hac`) can take its place in evaluation."""
 
 from __future__ import annotations
 
@@ -284,23 +284,45 @@ class CompMarkGS(nn.Module):
             return f, {}
         return compressor(f), compressor.attributes(self.gs)
 
-    @torch.no_grad()
-    def bit_accuracy(self, cameras, compressor: HACLikeCompressor | None = None) -> float:
-        """Mean bit accuracy over renders of ``cameras`` (optionally after compressing f^w,
-        and the scalings and offsets where ``compressor`` has steps for them)."""
+    def _renderer(self, compressor):
+        """camera -> image of the scene after ``compressor``: None (exact), a
+        :class:`HACLikeCompressor` (rounding), or a :class:`.hac.HACCodec` or
+        :class:`.contextgs.ContextGSCodec` (the scene with f^w
+        encoded to bytes and decoded back, rendered on the model's device)."""
+        from .contextgs import ContextGSCodec
+        from .hac import HACCodec
+
+        if isinstance(compressor, HACCodec | ContextGSCodec):
+            decoded = compressor.decode(compressor.encode(self.gs, self.watermarked_features()))
+            device = self.gs.anchor.device
+            gs = decoded.gs.to(device)
+            f, s, o = (t.to(device) for t in (decoded.feature, decoded.scaling, decoded.offset))
+            return lambda cam: gs.render(cam, f, scaling=s, offset=o)
+        if compressor is not None and not isinstance(compressor, HACLikeCompressor):
+            raise TypeError(
+                "compressor must be a HACLikeCompressor, a HACCodec, a ContextGSCodec or None"
+            )
         f, attrs = self._compressed(compressor)
+        return lambda cam: self.gs.render(cam, f, **attrs)
+
+    @torch.no_grad()
+    def bit_accuracy(self, cameras, compressor=None) -> float:
+        """Mean bit accuracy over renders of ``cameras`` (optionally after compressing f^w,
+        and the scalings and offsets where a :class:`HACLikeCompressor` has steps for them,
+        or after a real encode -> decode by a fitted :class:`.hac.HACCodec`)."""
+        render = self._renderer(compressor)
         if not isinstance(cameras, list | tuple) or not cameras:
             raise ValueError("cameras must be a non-empty list of cameras")
         accs = []
         for cam in cameras:
-            bits = (self.decoder(self.gs.render(cam, f, **attrs))[0] > 0).float()
+            bits = (self.decoder(render(cam))[0] > 0).float()
             accs.append(float((bits == self.message).float().mean()))
         return float(sum(accs) / len(accs))
 
     @torch.no_grad()
-    def render(self, camera, compressor: HACLikeCompressor | None = None) -> torch.Tensor:
-        f, attrs = self._compressed(compressor)
-        return self.gs.render(camera, f, **attrs)
+    def render(self, camera, compressor=None) -> torch.Tensor:
+        """The image of ``camera`` (after ``compressor``, as in :meth:`bit_accuracy`)."""
+        return self._renderer(compressor)(camera)
 
 
 def message_bits(bits: int, seed: int = 0) -> torch.Tensor:
