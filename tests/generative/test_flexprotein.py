@@ -156,6 +156,61 @@ def test_corruption_modes(data):
         assert torch.equal(out["tokens"][~out["mask"]], tok[~out["mask"]])
 
 
+def test_reconstruction_options_local_window_mode_weights_losses(data):
+    """The reconstructed steps are options: Mode 2's noised neighbourhood, the mode mixing,
+    the L_MSE weight and the L_Dist form (defaults: masked residues only, uniform, EDM, L1)."""
+    tok = torch.as_tensor(np.where(data.train.tokens[:8] == 20, 0, data.train.tokens[:8]))
+    x0 = torch.as_tensor(data.train.coords[:8], dtype=torch.float32) / 10
+    local = torch.full((8,), MODES.index("local"))
+    out = _trainer(local_window=1).corrupt(tok, x0, local)
+    m = out["mask"].float()[:, None]
+    near = torch.nn.functional.max_pool1d(m, 3, stride=1, padding=1)[:, 0] > 0
+    assert torch.equal(out["noised"], near) and out["noised"].sum() > out["mask"].sum()
+    assert torch.all(out["sigma"][~near] == 0)
+    # mode weights: all weight on one mode gives only that mode
+    tr = _trainer(modes=("seq2struct", "local", "global"), mode_weights=(0, 0, 1), batch_size=4)
+    seen = []
+    orig = tr.corrupt
+    tr.corrupt = lambda t, x, mode_ids: seen.append(mode_ids.clone()) or orig(t, x, mode_ids)
+    tr.fit(data.train, steps=3)
+    assert torch.cat(seen).eq(MODES.index("global")).all()
+    assert tr.mode_weights.tolist() == [0.0, 0.0, 1.0]
+    # loss weight and L_Dist form, computed by hand
+    batch = _trainer().corrupt(tok, x0, torch.full((8,), MODES.index("global")))
+    conf = torch.ones(tok.shape)
+    for kw in ({}, {"loss_weight": "unit"}, {"dist_loss": "squared", "dist_cutoff": 8.0}):
+        tr = _trainer(**kw)
+        got = tr.losses(batch, x0, tok, conf, use_mlm=True)
+        den, _, _ = tr.model(batch["tokens"], batch["x_noisy"], batch["sigma"])
+        s = batch["sigma"]
+        lam = (s**2 + 1.0) / s**2 if not kw.get("loss_weight") else torch.ones_like(s)
+        mse = (lam * ((den - x0) ** 2).mean(-1)).sum() / s.numel()
+        dp, dt = torch.cdist(den, den), torch.cdist(x0, x0)
+        sel = (dt < kw.get("dist_cutoff", 15.0) / 10) & ~torch.eye(x0.shape[1], dtype=torch.bool)
+        err = (dp - dt).abs() if "dist_loss" not in kw else (dp - dt) ** 2
+        assert torch.allclose(got["mse"], mse, rtol=1e-4), kw
+        assert torch.allclose(got["dist"], err[sel].mean(), rtol=1e-4), kw
+
+
+def test_sampler_schedule_options():
+    m = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1)
+    s = m._schedule(5)
+    assert s[0] == pytest.approx(8.0) and s[-2] == pytest.approx(0.002) and s[-1] == 0
+    linear = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1, rho=1.0, sigma_min=0.5)
+    alt = linear._schedule(5)
+    assert alt[:-1].tolist() == pytest.approx([8.0, 6.125, 4.25, 2.375, 0.5])  # linear at rho=1
+    assert alt[-1] == 0 and FlexProteinModel(d=16, heads=2, rho=3.0).config["rho"] == 3.0
+    # clean residues (sigma = 0) are conditioned on the floor: moving it moves the output
+    m2 = FlexProteinModel(d=16, layers=1, heads=2, dit_blocks=1, cond_floor=0.1)
+    for a, b in zip(m.parameters(), m2.parameters()):
+        b.data.copy_(a.data + 0.05 * torch.randn_like(a))
+        a.data.copy_(b.data)
+    tok, x = torch.zeros(1, 6, dtype=torch.long), torch.randn(1, 6, 3)
+    sig = torch.tensor([[0.0, 0.0, 1.0, 1.0, 1.0, 1.0]])
+    d1, d2 = m(tok, x, sig)[0], m2(tok, x, sig)[0]
+    assert not torch.allclose(d1, d2) and m2.config["cond_floor"] == 0.1
+
+
 def test_mlm_loss_only_masked_and_warmup(data):
     tr = _trainer()
     tok = torch.as_tensor(np.where(data.train.tokens[:8] == 20, 0, data.train.tokens[:8]))

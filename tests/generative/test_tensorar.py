@@ -121,6 +121,41 @@ def test_first_step_drafts_are_noise_and_no_noise_elsewhere_without_noiser():
     assert (inp[:, 0, 1:] != clean[:, 0, 1:]).float().mean() > 0.7  # 1 - 1/V of them change
 
 
+def test_first_step_pad_and_greedy_drafts(tmp_path):
+    """The reconstructed first step and draft rule are options: PAD drafts in the first
+    window (training and generation), argmax drafts with a sampled commit, a linear output
+    decoder; saved and reloaded."""
+    tar = TensorARWrapper(
+        _base(), k=4, noiser=None, decoder="linear", first_step="pad", draft_sampling="greedy"
+    )
+    x, _ = _data(n=20)
+    inp, _ = tar.training_windows(x, torch.Generator().manual_seed(0))
+    clean, _ = build_windows(x, 4, V)
+    assert (inp[:, 0, 1:] == V).all() and torch.equal(inp[:, 1:], clean[:, 1:])
+    _perturb(tar)
+    seen, logits = [], []
+    orig = tar._embed_windows
+
+    def spy(labels, windows, start=0):
+        seen.append(windows.clone())
+        return orig(labels, windows, start)
+
+    tar._embed_windows = spy
+    hook = tar.decoder.register_forward_hook(lambda mod, args, out: logits.append(out[:, -1]))
+    _, drafts = tar.generate(np.array([1, 2]), generator=torch.Generator(), return_drafts=True)
+    hook.remove()
+    assert (seen[0][:, 0, 1:] == V).all()  # no drafts yet: PAD, as in training
+    for s in range(T):
+        assert torch.equal(drafts[s][:, 1:], logits[s][:, 1:].argmax(-1))
+    assert not all(torch.equal(drafts[s][:, 0], logits[s][:, 0].argmax(-1)) for s in range(T))
+    del tar._embed_windows
+    back = TensorARWrapper.from_pretrained(tar.save_pretrained(tmp_path / "m"))
+    assert (back.first_step, back.draft_sampling, back.decoder.kind) == ("pad", "greedy", "linear")
+    assert all(
+        torch.equal(a, b) for a, b in zip(tar.state_dict().values(), back.state_dict().values())
+    )
+
+
 def test_noiser_schedules():
     for name in SCHEDULES:
         for k in (2, 4, 8):
@@ -240,6 +275,15 @@ def test_encoder_decoder_shapes_and_zero_init():
     assert torch.equal(out[:, :, 1], out[:, :, 0])  # zero-init drafts = base head
     with pytest.raises(ValueError, match="k"):
         TensorARWrapper(_base(), k=0)
+    lin = TensorOutputDecoder(8, 3, kind="linear")  # U_j one zero-initialised linear map
+    out = lin(torch.randn(2, 5, 8), head)
+    assert torch.equal(out[:, :, 2], out[:, :, 0]) and lin.w.shape == (2, 8, 8)
+    base = _base()
+    x, y = _data()
+    windows, _ = build_windows(x, 4, base.pad_id)
+    tar = TensorARWrapper(base, k=4, decoder="linear")
+    with torch.no_grad():
+        assert torch.equal(tar(y, windows)[:, :, 0], base(y, x))  # slot 0 is still the base
 
 
 def test_frechet_distance_matches_scipy_and_is_zero_on_itself():

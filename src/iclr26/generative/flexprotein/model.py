@@ -191,7 +191,11 @@ class FlexProteinModel(nn.Module):
     coordinates ``(B, N, 3)`` in model units, per-residue noise ``sigma`` ``(B, N)`` (0 = clean).
     Returns the denoised coordinates ``(B, N, 3)``, amino-acid logits ``(B, N, 20)`` and the
     sequence representation ``h`` ``(B, N, d)``. ``pair_bias`` adds the RBF distance bias to the
-    DiT's attention (R: the notes do not state it).
+    DiT's attention (R: the notes do not state it). ``fold`` and ``design`` sample with EDM's
+    Heun sampler on the noise levels (σ_max^(1/ρ) + i/(n−1)·(σ_min^(1/ρ) − σ_max^(1/ρ)))^ρ, then 0,
+    with ``rho`` and ``sigma_min`` (EDM's defaults 7 and 0.002; the sampler is R). Each residue
+    is conditioned on its own σ through c_noise = ¼ ln max(σ, ``cond_floor``), so clean
+    residues (σ = 0) get the floor's embedding (R).
 
     ``arch="egnn"`` (ablation, not in the paper) replaces the DiT by :class:`EGNNStructure`
     (``dit_blocks`` layers on the ``k_neighbors``-nearest-neighbour graph of the noisy Cα); its
@@ -214,6 +218,9 @@ class FlexProteinModel(nn.Module):
         n_rbf: int = 16,
         arch: str = "dit",
         k_neighbors: int = 16,
+        rho: float = 7.0,
+        sigma_min: float = 0.002,
+        cond_floor: float = SIGMA_MIN_COND,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -229,10 +236,16 @@ class FlexProteinModel(nn.Module):
         self.n_rbf = V.check_int(n_rbf, "n_rbf", low=2)
         self.arch = V.check_choice(arch, "arch", ("dit", "egnn"))
         self.k_neighbors = V.check_int(k_neighbors, "k_neighbors", low=1)
+        self.rho = V.check_scalar(rho, "rho", low=0.0, low_open=True)
+        self.sigma_min = V.check_scalar(sigma_min, "sigma_min", low=0.0, low_open=True)
+        if self.sigma_min >= self.sigma_max:
+            raise ValueError(f"sigma_min must be below sigma_max={self.sigma_max}, got {sigma_min}")
+        self.cond_floor = V.check_scalar(cond_floor, "cond_floor", low=0.0, low_open=True)
         self.config = dict(
             d=self.d, layers=self.layers, heads=self.heads, dit_blocks=self.dit_blocks,
             sigma_data=self.sigma_data, sigma_max=self.sigma_max, pair_bias=self.pair_bias,
-            n_rbf=self.n_rbf, arch=self.arch, k_neighbors=self.k_neighbors,
+            n_rbf=self.n_rbf, arch=self.arch, k_neighbors=self.k_neighbors, rho=self.rho,
+            sigma_min=self.sigma_min, cond_floor=self.cond_floor,
         )  # fmt: skip
         torch.manual_seed(V.check_int(seed, "seed", low=0))
         self.embed_tokens = nn.Embedding(VOCAB, self.d)
@@ -265,7 +278,7 @@ class FlexProteinModel(nn.Module):
         V.check_tensor(sigma, "sigma", shape=(b, n), floating=True, low=0.0)
         h = self.sequence_features(tokens)
         c_skip, c_out, c_in = (s[..., None] for s in edm_scalings(sigma, self.sigma_data))
-        c_noise = 0.25 * torch.log(sigma.clamp_min(SIGMA_MIN_COND))[..., None]
+        c_noise = 0.25 * torch.log(sigma.clamp_min(self.cond_floor))[..., None]
         cond = self.noise_embed(c_noise)
         if self.arch == "egnn":
             mu = x_noisy.mean(1, keepdim=True)
@@ -298,7 +311,8 @@ class FlexProteinModel(nn.Module):
         ]
         return torch.cat(out).numpy()
 
-    def _schedule(self, steps: int, rho: float = 7.0, sigma_min: float = 0.002) -> torch.Tensor:
+    def _schedule(self, steps: int) -> torch.Tensor:
+        rho, sigma_min = self.rho, self.sigma_min
         i = torch.arange(steps, dtype=torch.float64)
         s = (
             self.sigma_max ** (1 / rho)

@@ -24,8 +24,9 @@ from iclr26.generative.flexprotein.model import UNIT, FlexProteinModel
 
 MODES = ("seq2struct", "local", "global", "inverse_fold")
 CONFIDENCE = ("sigmoid", "linear")
+LOSS_WEIGHTS = ("edm", "unit")
+DIST_LOSSES = ("l1", "squared")
 OBJECTIVES = ("joint", "sequence", "structure")
-DIST_CUTOFF = 15.0 / UNIT
 
 
 def _check_set(data, name: str = "data") -> ProteinSet:
@@ -44,9 +45,15 @@ def _check_set(data, name: str = "data") -> ProteinSet:
 
 
 class FlexProteinPretrainer:
-    """Trains a :class:`FlexProteinModel` with the SIMLM modes (uniform mixing, R) and the loss
-    above. ``sigma_dist="edm"``: ln σ ~ N(-1.2, 1.2²) in 10 Å units (R); ``"af3"``: σ = 1.6·exp(-1.2
-    + 1.5 n) (AlphaFold 3's 16 Å σ_data). ``replace=(0.8, 0.1, 0.1)``: BERT's MASK / random /
+    """Trains a :class:`FlexProteinModel` with the SIMLM modes and the loss above.
+    ``mode_weights``: the mixing proportions of ``modes`` (``None``: uniform, R).
+    ``local_window``: Mode 2 (``"local"``) noises the masked residues and the residues within
+    this many chain positions of them (0: the masked residues only, R). ``loss_weight="edm"``:
+    L_MSE weighted by EDM's λ(σ) = (σ² + σ_data²)/(σ σ_data)² (R; ``"unit"``: λ = 1).
+    ``dist_loss="l1"``: L_Dist is the mean |d̂_ij − d_ij| over pairs with true distance below
+    ``dist_cutoff`` Å (R; ``"squared"``: the squared error). ``sigma_dist="edm"``:
+    ln σ ~ N(-1.2, 1.2²) in 10 Å units (R); ``"af3"``: σ = 1.6·exp(-1.2 + 1.5 n) (AlphaFold 3's
+    16 Å σ_data). ``replace=(0.8, 0.1, 0.1)``: BERT's MASK / random /
     unchanged split of the masked residues (R). ``confidence="sigmoid"``: each residue's L_MSE
     term is weighted by a sigmoid of its pLDDT (the paper's form), here
     sigmoid((pLDDT - plddt_mid) / plddt_scale) divided by its value at pLDDT 100, so that
@@ -60,6 +67,8 @@ class FlexProteinPretrainer:
         lambda_struct: float = 1.0,
         mask_rate: float = 0.15,
         modes: tuple[str, ...] = ("seq2struct", "local", "global"),
+        mode_weights=None,
+        local_window: int = 0,
         mlm_warmup_frac: float = 0.25,
         objective: str = "joint",
         sigma_dist: str = "edm",
@@ -67,6 +76,9 @@ class FlexProteinPretrainer:
         confidence: str = "sigmoid",
         plddt_mid: float = 70.0,
         plddt_scale: float = 10.0,
+        loss_weight: str = "edm",
+        dist_loss: str = "l1",
+        dist_cutoff: float = 15.0,
         lr: float = 1e-3,
         batch_size: int = 32,
         weight_decay: float = 0.01,
@@ -80,6 +92,17 @@ class FlexProteinPretrainer:
         if isinstance(modes, str) or not modes:
             raise ValueError("modes must be a non-empty tuple of mode names")
         self.modes = tuple(V.check_choice(m, "modes", MODES) for m in modes)
+        if mode_weights is None:
+            self.mode_weights = None  # uniform: one mode drawn uniformly per example
+        else:
+            mw = V.check_array(
+                mode_weights, "mode_weights", ndim=1, shape=(len(self.modes),), dtype=np.float64,
+                low=0.0,
+            )  # fmt: skip
+            if mw.sum() <= 0:
+                raise ValueError("mode_weights must not all be zero")
+            self.mode_weights = mw / mw.sum()
+        self.local_window = V.check_int(local_window, "local_window", low=0)
         self.mlm_warmup_frac = V.check_probability(
             mlm_warmup_frac, "mlm_warmup_frac", open_high=True
         )
@@ -92,6 +115,9 @@ class FlexProteinPretrainer:
         self.confidence = V.check_choice(confidence, "confidence", CONFIDENCE)
         self.plddt_mid = V.check_scalar(plddt_mid, "plddt_mid", low=0.0, high=100.0)
         self.plddt_scale = V.check_scalar(plddt_scale, "plddt_scale", low=0.0, low_open=True)
+        self.loss_weight = V.check_choice(loss_weight, "loss_weight", LOSS_WEIGHTS)
+        self.dist_loss = V.check_choice(dist_loss, "dist_loss", DIST_LOSSES)
+        self.dist_cutoff = V.check_scalar(dist_cutoff, "dist_cutoff", low=0.0, low_open=True)
         self.lr = V.check_scalar(lr, "lr", low=0.0, low_open=True)
         self.batch_size = V.check_int(batch_size, "batch_size", low=1)
         self.weight_decay = V.check_scalar(weight_decay, "weight_decay", low=0.0)
@@ -134,7 +160,11 @@ class FlexProteinPretrainer:
         none = torch.zeros(b, n, dtype=torch.bool)
         m = mode_ids[:, None]
         mask = torch.where(m == 0, none, torch.where(m == 3, full, ranked)) & (tokens < 20)
-        noised = torch.where(m == 1, ranked, torch.where(m == 3, none, full))
+        local = ranked
+        if self.local_window > 0:  # Mode 2 also noises the masked residues' chain neighbours
+            w = self.local_window
+            local = F.max_pool1d(ranked.float()[:, None], 2 * w + 1, stride=1, padding=w)[:, 0] > 0
+        noised = torch.where(m == 1, local, torch.where(m == 3, none, full))
         sigma = self.sample_sigma(b)[:, None] * noised.float()
         x_noisy = x0 + sigma[..., None] * torch.randn(x0.shape, generator=self.gen)
         u = torch.rand(b, n, generator=self.gen)
@@ -171,12 +201,15 @@ class FlexProteinPretrainer:
             noised = batch["noised"]
             s = batch["sigma"].clamp_min(1e-6)
             sd = model.sigma_data
-            w = (s**2 + sd**2) / (s * sd) ** 2 * noised.float() * conf
+            lam = (s**2 + sd**2) / (s * sd) ** 2 if self.loss_weight == "edm" else 1.0
+            w = lam * noised.float() * conf
             sq = ((den - x0) ** 2).mean(-1)
             out["mse"] = (w * sq).sum() / noised.float().sum().clamp_min(1.0)
             dp, dt = torch.cdist(den, den), torch.cdist(x0, x0)
-            sel = (dt < DIST_CUTOFF).float() * (1 - torch.eye(x0.shape[1], device=x0.device))
-            out["dist"] = ((dp - dt).abs() * sel).sum() / sel.sum().clamp_min(1.0)
+            sel = (dt < self.dist_cutoff / UNIT).float()
+            sel = sel * (1 - torch.eye(x0.shape[1], device=x0.device))
+            err = (dp - dt).abs() if self.dist_loss == "l1" else (dp - dt) ** 2
+            out["dist"] = (err * sel).sum() / sel.sum().clamp_min(1.0)
             out["lddt"] = smooth_lddt_loss(den * UNIT, x0 * UNIT)
         total = 0.0
         if self.objective != "structure" and use_mlm:
@@ -213,9 +246,12 @@ class FlexProteinPretrainer:
             x0 = x0 - x0.mean(1, keepdim=True)
             rot = torch.as_tensor(random_rotations(self.batch_size, self.rng), dtype=torch.float32)
             x0 = torch.einsum("bij,bnj->bni", rot, x0)
-            modes = mode_idx[
-                torch.randint(0, len(mode_idx), (self.batch_size,), generator=self.gen)
-            ]
+            if self.mode_weights is None:
+                pick = torch.randint(0, len(mode_idx), (self.batch_size,), generator=self.gen)
+            else:
+                probs = torch.as_tensor(self.mode_weights, dtype=torch.float64)
+                pick = torch.multinomial(probs, self.batch_size, True, generator=self.gen)
+            modes = mode_idx[pick]
             if self.objective == "sequence":  # MLM needs masked residues in every example
                 modes = torch.full_like(modes, MODES.index("global"))
             batch = self.corrupt(tokens_all[idx], x0, modes)  # on the CPU generator, then moved

@@ -181,25 +181,33 @@ class TensorInputEncoder(nn.Module):
 
 class TensorOutputDecoder(nn.Module):
     """Expand one hidden state into k slot logits, residually around the base LM head:
-    ``logits_j = head(h + U_j(h))`` with ``U_0 = 0`` (slot 0 is the base model's own output)
-    and ``U_j`` a 2-layer MLP whose last layer starts at zero."""
+    ``logits_j = head(h + U_j(h))`` with ``U_0 = 0`` (slot 0 is the base model's own output).
+    ``kind="mlp"``: ``U_j`` a 2-layer MLP whose last layer starts at zero; ``"linear"``: ``U_j``
+    one zero-initialised linear map (``hidden`` unused)."""
 
-    def __init__(self, d: int, k: int, hidden: int | None = None):
+    def __init__(self, d: int, k: int, hidden: int | None = None, kind: str = "mlp"):
         super().__init__()
         self.d = V.check_int(d, "d", low=1)
         self.k = V.check_int(k, "k", low=1)
+        self.kind = V.check_choice(kind, "decoder", ("mlp", "linear"))
         hidden = V.check_int(hidden if hidden is not None else d, "hidden", low=1)
-        if k > 1:
+        if k > 1 and self.kind == "mlp":
             self.w1 = nn.Parameter(torch.randn(k - 1, d, hidden) / math.sqrt(d))
             self.b1 = nn.Parameter(torch.zeros(k - 1, hidden))
             self.w2 = nn.Parameter(torch.zeros(k - 1, hidden, d))
             self.b2 = nn.Parameter(torch.zeros(k - 1, d))
+        elif k > 1:
+            self.w = nn.Parameter(torch.zeros(k - 1, d, d))
+            self.b = nn.Parameter(torch.zeros(k - 1, d))
 
     def forward(self, h: torch.Tensor, head) -> torch.Tensor:
         """``h`` (B, T, d) -> logits (B, T, k, V)."""
         first = head(h)[:, :, None]
         if self.k == 1:
             return first
+        if self.kind == "linear":
+            drafts = h[:, :, None] + torch.einsum("btd,jde->btje", h, self.w) + self.b
+            return torch.cat([first, head(drafts)], 2)
         z = torch.nn.functional.gelu(torch.einsum("btd,jdh->btjh", h, self.w1) + self.b1)
         drafts = h[:, :, None] + torch.einsum("btjh,jhd->btjd", z, self.w2) + self.b2
         return torch.cat([first, head(drafts)], 2)

@@ -41,6 +41,9 @@ from iclr26.generative.tensorar.tensor import (
     build_windows,
 )
 
+DECODERS = ("mlp", "linear")  # the output decoder's residual maps U_j (R)
+FIRST_STEP = ("noise", "pad")  # what the first step's draft slots hold (R)
+DRAFT_SAMPLING = ("sample", "greedy")  # how the draft slots are drawn at inference (R)
 DEFAULT_NOISER = DiscreteTensorNoiser()  # exponential schedule, uniform kernel (stateless)
 
 BASE_PROTOCOL = (
@@ -54,7 +57,12 @@ class TensorARWrapper(nn.Module):
     :class:`TinyARImageModel`) for next-tensor prediction with window size ``k``.
 
     ``noiser=None`` trains without noising (the leakage ablation). ``slot_weights`` are the
-    loss weights w_j (default 1 for every slot). With an ``absorbing`` noiser the wrapper owns
+    loss weights w_j (default 1 for every slot). ``decoder`` is the output decoder's residual
+    map (``"mlp"`` or ``"linear"``, see :class:`TensorOutputDecoder`); ``first_step`` what the
+    first step's draft slots hold, in training and generation alike (``"noise"``: prior draws;
+    ``"pad"``: PAD); ``draft_sampling`` how generation draws the draft slots (``"sample"``:
+    each slot from its own logits; ``"greedy"``: their argmax). These three are
+    reconstructions the sources leave open. With an ``absorbing`` noiser the wrapper owns
     the mask token: id ``mask_id = pad_id + 1`` (outside the base's embedding table) and a
     learnable embedding ``mask_emb`` (initialised to the mean codebook embedding) used for it
     in the draft slots; the base embedding is left untouched."""
@@ -68,12 +76,18 @@ class TensorARWrapper(nn.Module):
         encoder_heads: int = 4,
         decoder_hidden: int | None = None,
         slot_weights=None,
+        decoder: str = "mlp",
+        first_step: str = "noise",
+        draft_sampling: str = "sample",
         seed: int = 0,
     ):
         super().__init__()
         V.check_module_attrs(base, "base", BASE_PROTOCOL)
         self.k = V.check_int(k, "k", low=1)
         V.check_choice(encoder, "encoder", ("query", "linear"))
+        V.check_choice(decoder, "decoder", DECODERS)
+        self.first_step = V.check_choice(first_step, "first_step", FIRST_STEP)
+        self.draft_sampling = V.check_choice(draft_sampling, "draft_sampling", DRAFT_SAMPLING)
         if noiser is not None and not isinstance(noiser, DiscreteTensorNoiser):
             raise TypeError(
                 f"noiser must be a DiscreteTensorNoiser or None, got {type(noiser).__name__}"
@@ -94,11 +108,14 @@ class TensorARWrapper(nn.Module):
             "encoder": encoder,
             "encoder_heads": encoder_heads,
             "decoder_hidden": decoder_hidden,
+            "decoder": decoder,
+            "first_step": self.first_step,
+            "draft_sampling": self.draft_sampling,
         }
         self.load_report = None  # set by from_pretrained: the key checks of what was loaded
         self.register_buffer("slot_weights", w)
         self.encoder = TensorInputEncoder(base.d, self.k, kind=encoder, heads=encoder_heads)
-        self.decoder = TensorOutputDecoder(base.d, self.k, hidden=decoder_hidden)
+        self.decoder = TensorOutputDecoder(base.d, self.k, hidden=decoder_hidden, kind=decoder)
         self.mask_id = None
         if noiser is not None and noiser.kernel == "absorbing":
             self.mask_id = base.pad_id + 1
@@ -189,6 +206,9 @@ class TensorARWrapper(nn.Module):
         encoder_heads: int = 4,
         decoder_hidden: int | None = None,
         slot_weights=None,
+        decoder: str = "mlp",
+        first_step: str = "noise",
+        draft_sampling: str = "sample",
         seed: int = 0,
         **hf_kwargs,
     ) -> TensorARWrapper:
@@ -221,6 +241,9 @@ class TensorARWrapper(nn.Module):
         dtype = check_dtype(dtype)
         device = None if device is None else check_device(device)
         V.check_choice(encoder, "encoder", ("query", "linear"))  # before any weights are read
+        V.check_choice(decoder, "decoder", DECODERS)
+        V.check_choice(first_step, "first_step", FIRST_STEP)
+        V.check_choice(draft_sampling, "draft_sampling", DRAFT_SAMPLING)
         fmt = check_source(source, format)
         hf_only = {
             "seq_len": seq_len,
@@ -244,6 +267,9 @@ class TensorARWrapper(nn.Module):
                 "encoder_heads": encoder_heads != 4,
                 "decoder_hidden": decoder_hidden is not None,
                 "slot_weights": slot_weights is not None,
+                "decoder": decoder != "mlp",
+                "first_step": first_step != "noise",
+                "draft_sampling": draft_sampling != "sample",
                 "seed": seed != 0,
             }
             if any(chosen.values()):
@@ -280,6 +306,9 @@ class TensorARWrapper(nn.Module):
                 encoder_heads=encoder_heads,
                 decoder_hidden=decoder_hidden,
                 slot_weights=slot_weights,
+                decoder=decoder,
+                first_step=first_step,
+                draft_sampling=draft_sampling,
                 seed=seed,
             )
             tar._match_base_dtype()
@@ -316,6 +345,9 @@ class TensorARWrapper(nn.Module):
             encoder_heads=meta["encoder_heads"],
             decoder_hidden=meta["decoder_hidden"],
             slot_weights=meta["slot_weights"],
+            decoder=meta.get("decoder", "mlp"),  # configs saved before these options
+            first_step=meta.get("first_step", "noise"),
+            draft_sampling=meta.get("draft_sampling", "sample"),
         )
         tar._match_base_dtype()
         added = torch.load(folder / WEIGHTS_FILE, map_location="cpu", weights_only=True)
@@ -347,15 +379,19 @@ class TensorARWrapper(nn.Module):
 
     def training_windows(self, tokens, generator=None):
         """Noised inputs and targets ``(B, T, k)``. The first step has no drafts at inference,
-        so its draft slots are fully corrupted here too (uniform draws, or the mask token under
-        the absorbing kernel)."""
+        so its draft slots are fully corrupted here too (``first_step="noise"``: uniform draws,
+        or the mask token under the absorbing kernel; ``"pad"``: the PAD token, as past the
+        end)."""
         vocab, pad = self.base.vocab, self.base.pad_id
         inp, tgt = build_windows(tokens, self.k, pad)
         if self.noiser is not None:
             inp = self.noiser(inp, vocab, pad, generator, mask_id=self.mask_id)
         if self.k > 1:
             first = inp[:, 0, 1:]
-            prior = self._prior(first.shape, generator, first.device)
+            if self.first_step == "pad":
+                prior = torch.full_like(first, pad)
+            else:
+                prior = self._prior(first.shape, generator, first.device)
             inp[:, 0, 1:] = torch.where(first == pad, first, prior)
         return inp, tgt
 
@@ -429,8 +465,9 @@ class TensorARWrapper(nn.Module):
     ):
         """Sample ``(B, seq_len)`` tokens. Step t feeds ``[x̂_{t-1}, drafts t..t+k-2]``,
         samples all k slots, commits slot 0 as x̂_t and overwrites the drafts with slots
-        1..k-1; one body pass per position. ``return_drafts=True`` also returns every step's
-        k sampled slots, ``(seq_len, B, k)``. Under the absorbing kernel, the draft slots that
+        1..k-1; one body pass per position (``draft_sampling="greedy"``: the draft slots 1..k-1
+        take their argmax, slot 0 is still sampled). ``return_drafts=True`` also returns every
+        step's k slots, ``(seq_len, B, k)``. Under the absorbing kernel, the draft slots that
         training always masks (``beta = 1``) are fed as the mask token, the only input the
         model saw there."""
         b = self.base
@@ -446,7 +483,7 @@ class TensorARWrapper(nn.Module):
         lab = torch.cat([y, torch.full_like(y, b.null_class)]) if guided else y
         # buffer position p holds x̂_p (p = 1..T); 0 is the class slot, > T is PAD
         buf = torch.full((n, t_len + k), b.pad_id, dtype=torch.long, device=dev)
-        if k > 1:  # no drafts exist before the first step: pure noise, as in training
+        if k > 1 and self.first_step == "noise":  # no drafts yet: pure noise, as in training
             buf[:, 1 : t_len + 1] = self._prior((n, t_len), generator, dev)
         masked = None
         if self.mask_id is not None and bool(self.noiser.always_corrupted(k).any()):
@@ -467,6 +504,8 @@ class TensorARWrapper(nn.Module):
                 c, u = logits.chunk(2)
                 logits = u + cfg_scale * (c - u)
             slots = sample_logits(logits, temperature, top_k, generator)
+            if self.draft_sampling == "greedy" and k > 1:  # drafts: argmax, commit: sampled
+                slots[:, 1:] = logits[:, 1:].argmax(-1)
             end = min(s + 1 + k, t_len + 1)
             buf[:, s + 1 : end] = slots[:, : end - s - 1]
             if return_drafts:
