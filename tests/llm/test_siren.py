@@ -673,3 +673,17 @@ def test_full_scale_pipeline_reads_movielens_and_names_a_bad_data_choice(monkeyp
     p = C.Pipeline(Context(scale="smoke"), 0)
     assert p.data.name == "ml-100k" and len(p.prompts["test"]["sketch"]) == smoke["test_n"]
     assert "Genres: Drama, Comedy" in p.prompts["test"]["sketch"][0]
+
+
+def test_minilm_embeddings_keep_the_input_order_when_batched_by_length():
+    """The sketcher encodes descriptions in length order; each row must still be its own
+    description's embedding (the unsorted encoder's, to float rounding)."""
+    from iclr26.llm.siren.sketch import embed_descriptions
+    from iclr26.models import text
+
+    texts = [f"item {i} " + "long words " * (i % 7) for i in range(70)][::-1]
+    got = embed_descriptions(texts, "minilm")
+    want = text.encode(texts)
+    assert got.shape == (70, text.MINILM_DIM)
+    assert np.allclose(got, want, atol=1e-5)
+    assert not np.allclose(got[0], got[1], atol=1e-3)  # distinct rows, not a broadcast

@@ -196,7 +196,7 @@ class Pipeline:
         from iclr26.models.tinylm.cache import cache_dir, stable_hash
 
         texts = list(self.data.item_text)
-        key = stable_hash({"texts": texts, "encoder": "all-MiniLM-L6-v2", "v": 1})
+        key = stable_hash({"texts": texts, "encoder": "all-MiniLM-L6-v2", "v": 2})
         path = cache_dir() / "siren" / f"item-embeddings-{key}.npy"
         if not path.exists():
             with build_lock(path):  # C1 and C2 start together: one of them encodes
