@@ -14,9 +14,6 @@ bytes alone."""
 
 from __future__ import annotations
 
-import json
-import struct
-
 import numpy as np
 import torch
 from torch import nn
@@ -25,14 +22,22 @@ from iclr26 import validation as V
 
 from .anchor import AnchorGS, check_views
 from .hac import (
+    ANCHOR_BITS,
     HACDecoded,
     _bounds,
     _floats,
-    _load_render_mlps,
     _model_arrays,
+    _range_code,
+    _range_decode,
     _render_mlps,
+    _split_floats,
+    code_symbols,
+    decoded_scene,
     gaussian_interval_bits,
+    pack_bitstream,
     quantize_positions,
+    render_distortion,
+    unpack_bitstream,
 )
 
 MAGIC = b"CGS1"
@@ -353,10 +358,6 @@ class ContextGSCodec(nn.Module):
         (N (D + 6 + 3K)), adaptive steps; without, the rate alone at the base steps. In
         training the finer levels read the noisy attributes of their parents and z gets
         U(-1/2, 1/2) noise, as in the release."""
-        from iclr26.three_d.gs_raster import render
-
-        from .losses import ssim
-
         features = self._check_scene(gs, features)
         if (views is None) != (cameras is None):
             raise ValueError("views and cameras must be given together")
@@ -372,7 +373,6 @@ class ContextGSCodec(nn.Module):
         _, x01, lo, span, scales = self._layout(gs)
         sets, parent = self._division(lo + x01 * span, gs.voxel, scales)
         denom = n * self.n_params
-        device = gs.anchor.device
         opt = torch.optim.Adam(self.parameters(), lr=lr)
         adaptive = views is not None
         self.history = []
@@ -403,19 +403,7 @@ class ContextGSCodec(nn.Module):
             loss = self.lmbda * rate
             dist = None
             if adaptive:
-                i = int(torch.randint(len(cameras), (1,), generator=g))
-                info = gs.neural_gaussians(
-                    cameras[i],
-                    noisy["feature"].to(device),
-                    scaling=noisy["scaling"].to(device),
-                    offset=noisy["offset"].reshape(n, gs.k, 3).to(device),
-                )
-                keys = ("means", "scales", "quats", "opacities", "colors")
-                img = render(
-                    **{key: info[key] for key in keys}, camera=cameras[i], background=[0.0] * 3
-                ).image
-                target = views[i]
-                dist = 0.65 * (img - target).abs().mean() + 0.35 * (1 - ssim(img, target))
+                dist = render_distortion(gs, noisy, views, cameras, g)
                 loss = loss + dist.cpu()
             params = [p for p in self.parameters() if p.numel()]
             grads = torch.autograd.grad(loss, params, allow_unused=True)
@@ -440,8 +428,6 @@ class ContextGSCodec(nn.Module):
     def encode(self, gs: AnchorGS, features: torch.Tensor | None = None) -> bytes:
         """The bitstream of ``gs`` (with ``features`` in place of its own, if given). Sizes of
         its parts in bytes land in ``self.sizes``."""
-        import constriction
-
         features = self._check_scene(gs, features)
         n = gs.n_anchors
         grid16, x01, lo, span, scales = self._layout(gs)
@@ -469,25 +455,18 @@ class ContextGSCodec(nn.Module):
             sym = torch.cat(symbols[key])
             low, high = int(sym.min()), int(sym.max())
             ranges[key] = [low, max(high, low + 1)]
-            enc = constriction.stream.queue.RangeEncoder()
-            model = constriction.stream.model.QuantizedGaussian(*ranges[key])
             mu = np.concatenate([m[0] for m in models[key]])
             sd = np.concatenate([m[1] for m in models[key]])
-            enc.encode(
-                np.ascontiguousarray(sym.reshape(-1).numpy().astype(np.int32)), model, mu, sd
-            )
-            sections[key] = enc.get_compressed().astype("<u4").tobytes()
+            sections[key] = code_symbols(sym, mu, sd, *ranges[key])
         if self.hyperprior:
             zs = z.long()
             if zs.abs().max() > 2**30:
                 raise ValueError("the codec's hyperprior latents are too large")
             ranges["hyper"] = [int(zs.min()), max(int(zs.max()), int(zs.min()) + 1)]
             mean, scale = self._hyper_model()
-            mu, sd = _model_arrays(mean.expand_as(z), scale.expand_as(z), torch.ones(()))
-            enc = constriction.stream.queue.RangeEncoder()
-            model = constriction.stream.model.QuantizedGaussian(*ranges["hyper"])
-            enc.encode(np.ascontiguousarray(zs.reshape(-1).numpy().astype(np.int32)), model, mu, sd)
-            sections["hyper"] = enc.get_compressed().astype("<u4").tobytes()
+            sections["hyper"] = _range_code(
+                zs, mean.expand_as(z), scale.expand_as(z), torch.ones(()), *ranges["hyper"]
+            )
         sections["anchor"] = grid16.numpy().astype("<u2").tobytes()
         sections["mlp"] = _floats(self._weights()) + _floats(_render_mlps(gs))
         header = dict(
@@ -498,14 +477,9 @@ class ContextGSCodec(nn.Module):
             span=span.tolist(),
             scales=scales,
             ranges=ranges,
-            lengths={key: len(v) for key, v in sections.items()},
         )
-        head = json.dumps(header, separators=(",", ":")).encode()
-        self.sizes = {key: len(v) for key, v in sections.items()}
-        self.sizes["header"] = len(MAGIC) + 4 + len(head)
-        self.sizes["total"] = sum(self.sizes.values())
-        order = [key for key in _SECTION_ORDER if key in sections]
-        return MAGIC + struct.pack("<I", len(head)) + head + b"".join(sections[k] for k in order)
+        data, self.sizes = pack_bitstream(MAGIC, header, sections, _SECTION_ORDER)
+        return data
 
     @torch.no_grad()
     def decode(self, data) -> HACDecoded:
@@ -514,50 +488,26 @@ class ContextGSCodec(nn.Module):
         symbols, decoded level after level)."""
         import constriction
 
-        if not isinstance(data, bytes | bytearray):
-            raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        data = bytes(data)
-        if len(data) < 8 or data[:4] != MAGIC:
-            raise ValueError("data is not a ContextGS bitstream (bad magic)")
-        (n_head,) = struct.unpack("<I", data[4:8])
-        try:
-            header = json.loads(data[8 : 8 + n_head])
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"data has a corrupt header: {e}") from None
-        need = ("codec", "n", "voxel", "lo", "span", "scales", "ranges", "lengths")
-        if not isinstance(header, dict) or any(key not in header for key in need):
-            raise ValueError("data has a header without the codec's fields")
-        pos, sections = 8 + n_head, {}
-        for key in _SECTION_ORDER:
-            if key in header["lengths"]:
-                size = header["lengths"][key]
-                sections[key] = data[pos : pos + size]
-                pos += size
-        if pos != len(data):
-            raise ValueError(f"data has {len(data)} bytes, its header says {pos}")
+        need = ("codec", "n", "voxel", "lo", "span", "scales", "ranges")
+        header, sections = unpack_bitstream(data, MAGIC, "ContextGS", need, _SECTION_ORDER)
         codec = ContextGSCodec(**header["codec"])
         n, d, k = header["n"], codec.feature_dim, codec.k
         grid16 = torch.from_numpy(
             np.frombuffer(sections["anchor"], dtype="<u2").astype(np.int64).reshape(n, 3)
         )
         lo, span = torch.tensor(header["lo"]), torch.tensor(header["span"])
-        x01 = grid16.float() / (2**16 - 1)
+        x01 = grid16.float() / (2**ANCHOR_BITS - 1)
         anchors = lo + x01 * span
-        arr = np.frombuffer(sections["mlp"], dtype="<f4")
-        weights, at = {}, 0
-        for key, v in codec._weights().items():
-            weights[key] = torch.from_numpy(arr[at : at + v.numel()].copy()).reshape(v.shape)
-            at += v.numel()
+        weights, render_state = _split_floats(sections["mlp"], codec._weights())
         codec.load_state_dict(weights, strict=False)
         z = torch.zeros(n, codec.hyper_dim)
         if codec.hyperprior:
             mean, scale = codec._hyper_model()
-            mu, sd = _model_arrays(mean.expand_as(z), scale.expand_as(z), torch.ones(()))
-            dec = constriction.stream.queue.RangeDecoder(
-                np.frombuffer(sections["hyper"], dtype="<u4").copy()
-            )
-            model = constriction.stream.model.QuantizedGaussian(*header["ranges"]["hyper"])
-            z = torch.from_numpy(dec.decode(model, mu, sd).astype(np.float32)).reshape(n, -1)
+            low, high = header["ranges"]["hyper"]
+            ones = torch.ones(())
+            z = _range_decode(
+                sections["hyper"], mean.expand_as(z), scale.expand_as(z), ones, low, high, z.shape
+            ).float()
         sets, parent = codec._division(anchors, header["voxel"], header["scales"])
         decoders = {
             key: constriction.stream.queue.RangeDecoder(
@@ -584,12 +534,4 @@ class ContextGSCodec(nn.Module):
 
         codec._walk(sets, parent, x01, z, value_of)
         symbols["hyper"] = z.long()
-        with torch.random.fork_rng(devices=[]):  # the skeleton's MLPs draw from it
-            gs = AnchorGS(anchors[:1], feature_dim=d, k=k, voxel=header["voxel"])
-        gs.anchor = nn.Parameter(anchors)
-        gs.feature = nn.Parameter(values["feature"].clone())
-        gs.scaling = nn.Parameter(torch.log(values["scaling"].clamp_min(1e-12)))
-        offset = values["offset"].reshape(n, k, 3)
-        gs.offset = nn.Parameter(offset.clone())
-        _load_render_mlps(gs, arr[at:])
-        return HACDecoded(gs, values["feature"], values["scaling"], offset, symbols)
+        return decoded_scene(anchors, values, k, header["voxel"], render_state, symbols)

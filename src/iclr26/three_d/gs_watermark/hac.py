@@ -338,10 +338,6 @@ class HACCodec(nn.Module):
         (N (D + 6 + 3K)), so the adaptive steps trade rate against distortion. Without views:
         the rate alone, with the steps kept at their bases (nothing would oppose larger
         steps). ``features`` replaces the scene's features (e.g. CompMarkGS's f^w)."""
-        from iclr26.three_d.gs_raster import render
-
-        from .losses import ssim
-
         features = self._check_scene(gs, features)
         if (views is None) != (cameras is None):
             raise ValueError("views and cameras must be given together")
@@ -353,7 +349,6 @@ class HACCodec(nn.Module):
         attrs = self._attributes(gs, features)
         _, x01 = quantize_positions(gs.anchor.detach().cpu().float())
         denom = gs.n_anchors * self.n_params
-        device = gs.anchor.device
         opt = torch.optim.Adam(self.parameters(), lr=lr)
         adaptive = views is not None
         self.history = []
@@ -371,19 +366,7 @@ class HACCodec(nn.Module):
             loss = self.lmbda * rate
             dist = None
             if adaptive:
-                i = int(torch.randint(len(cameras), (1,), generator=g))
-                info = gs.neural_gaussians(
-                    cameras[i],
-                    noisy["feature"].to(device),
-                    scaling=noisy["scaling"].to(device),
-                    offset=noisy["offset"].reshape(gs.n_anchors, gs.k, 3).to(device),
-                )
-                keys = ("means", "scales", "quats", "opacities", "colors")
-                img = render(
-                    **{key: info[key] for key in keys}, camera=cameras[i], background=[0.0] * 3
-                ).image
-                target = views[i]
-                dist = 0.65 * (img - target).abs().mean() + 0.35 * (1 - ssim(img, target))
+                dist = render_distortion(gs, noisy, views, cameras, g)
                 loss = loss + dist.cpu()
             opt.zero_grad()
             # gradients for the codec only: the scene's own .grad stays untouched
@@ -435,40 +418,16 @@ class HACCodec(nn.Module):
             span=span.tolist(),
             ranges=ranges,
             p_one=p_one,
-            lengths={key: len(v) for key, v in sections.items()},
         )
-        head = json.dumps(header, separators=(",", ":")).encode()
-        self.sizes = {key: len(v) for key, v in sections.items()}
-        self.sizes["header"] = len(MAGIC) + 4 + len(head)
-        self.sizes["total"] = sum(self.sizes.values())
-        order = [key for key in _SECTION_ORDER if key in sections]
-        return MAGIC + struct.pack("<I", len(head)) + head + b"".join(sections[k] for k in order)
+        data, self.sizes = pack_bitstream(MAGIC, header, sections, _SECTION_ORDER)
+        return data
 
     @torch.no_grad()
     def decode(self, data) -> HACDecoded:
         """The scene from a bitstream of :meth:`encode` (everything is read from ``data``:
         the codec's configuration and weights, the hash grid, the MLPs and the symbols)."""
-        if not isinstance(data, bytes | bytearray):
-            raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        data = bytes(data)
-        if len(data) < 8 or data[:4] != MAGIC:
-            raise ValueError("data is not a HAC bitstream (bad magic)")
-        (n_head,) = struct.unpack("<I", data[4:8])
-        try:
-            header = json.loads(data[8 : 8 + n_head])
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"data has a corrupt header: {e}") from None
-        need = ("codec", "n", "voxel", "lo", "span", "ranges", "p_one", "lengths")
-        if not isinstance(header, dict) or any(key not in header for key in need):
-            raise ValueError("data has a header without the codec's fields")
-        pos, sections = 8 + n_head, {}
-        for key in _SECTION_ORDER:
-            if key in header["lengths"]:
-                size = header["lengths"][key]
-                sections[key] = data[pos : pos + size]
-                pos += size
-        if pos != len(data):
-            raise ValueError(f"data has {len(data)} bytes, its header says {pos}")
+        need = ("codec", "n", "voxel", "lo", "span", "ranges", "p_one")
+        header, sections = unpack_bitstream(data, MAGIC, "HAC", need, _SECTION_ORDER)
         cfg = dict(header["codec"])
         codec = HACCodec(**cfg)
         n, d, k = header["n"], codec.feature_dim, codec.k
@@ -495,18 +454,91 @@ class HACCodec(nn.Module):
             sym = _range_decode(sections[key], mean, scale, q, low, high, (n, widths[key]))
             symbols[key] = sym
             values[key] = sym.float() * q
-        with torch.random.fork_rng(devices=[]):  # the skeleton's MLPs draw from it
-            gs = AnchorGS(anchors[:1], feature_dim=d, k=k, voxel=header["voxel"])
-        gs.anchor = nn.Parameter(anchors)
-        gs.feature = nn.Parameter(values["feature"].clone())
-        gs.scaling = nn.Parameter(torch.log(values["scaling"].clamp_min(1e-12)))
-        offset = values["offset"].reshape(n, k, 3)
-        gs.offset = nn.Parameter(offset.clone())
-        _load_render_mlps(gs, render_state)
-        return HACDecoded(gs, values["feature"], values["scaling"], offset, symbols)
+        return decoded_scene(anchors, values, k, header["voxel"], render_state, symbols)
 
 
 _SECTION_ORDER = ("anchor", "hash", "mlp", "feature", "scaling", "offset")
+
+
+# ---- pieces the HAC and ContextGS codecs share ---------------------------------------------
+
+
+def render_distortion(gs: AnchorGS, noisy: dict, views, cameras, g: torch.Generator):
+    """HAC's rendering loss, 0.65 L1 + 0.35 (1 - SSIM), of one view drawn from ``g``,
+    rendered with the ``noisy`` feature, scaling and offset attributes."""
+    from iclr26.three_d.gs_raster import render
+
+    from .losses import ssim
+
+    device = gs.anchor.device
+    i = int(torch.randint(len(cameras), (1,), generator=g))
+    info = gs.neural_gaussians(
+        cameras[i],
+        noisy["feature"].to(device),
+        scaling=noisy["scaling"].to(device),
+        offset=noisy["offset"].reshape(gs.n_anchors, gs.k, 3).to(device),
+    )
+    keys = ("means", "scales", "quats", "opacities", "colors")
+    img = render(**{key: info[key] for key in keys}, camera=cameras[i], background=[0.0] * 3).image
+    target = views[i]
+    return 0.65 * (img - target).abs().mean() + 0.35 * (1 - ssim(img, target))
+
+
+def pack_bitstream(
+    magic: bytes, header: dict, sections: dict[str, bytes], order
+) -> tuple[bytes, dict[str, int]]:
+    """``magic``, the header's length, the header as JSON (the sections' lengths added last)
+    and the sections in ``order``; also the size in bytes of every part, the header and the
+    total."""
+    header = dict(header, lengths={key: len(v) for key, v in sections.items()})
+    head = json.dumps(header, separators=(",", ":")).encode()
+    sizes = {key: len(v) for key, v in sections.items()}
+    sizes["header"] = len(magic) + 4 + len(head)
+    sizes["total"] = sum(sizes.values())
+    body = b"".join(sections[key] for key in order if key in sections)
+    return magic + struct.pack("<I", len(head)) + head + body, sizes
+
+
+def unpack_bitstream(data, magic: bytes, name: str, need, order) -> tuple[dict, dict[str, bytes]]:
+    """The header and the sections of a :func:`pack_bitstream` stream, with a clear error for
+    data that is not bytes, another magic, a corrupt header, a header without the fields
+    ``need`` or a length that disagrees with the header."""
+    if not isinstance(data, bytes | bytearray):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) < 8 or data[:4] != magic:
+        raise ValueError(f"data is not a {name} bitstream (bad magic)")
+    (n_head,) = struct.unpack("<I", data[4:8])
+    try:
+        header = json.loads(data[8 : 8 + n_head])
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"data has a corrupt header: {e}") from None
+    if not isinstance(header, dict) or any(key not in header for key in (*need, "lengths")):
+        raise ValueError("data has a header without the codec's fields")
+    pos, sections = 8 + n_head, {}
+    for key in order:
+        if key in header["lengths"]:
+            size = header["lengths"][key]
+            sections[key] = data[pos : pos + size]
+            pos += size
+    if pos != len(data):
+        raise ValueError(f"data has {len(data)} bytes, its header says {pos}")
+    return header, sections
+
+
+def decoded_scene(anchors, values: dict, k: int, voxel, render_state, symbols) -> HACDecoded:
+    """A renderable :class:`AnchorGS` from decoded anchors, attribute values and rendering
+    MLPs (building the skeleton leaves torch's global generator untouched)."""
+    n, d = anchors.shape[0], values["feature"].shape[1]
+    with torch.random.fork_rng(devices=[]):  # the skeleton's MLPs draw from it
+        gs = AnchorGS(anchors[:1], feature_dim=d, k=k, voxel=voxel)
+    gs.anchor = nn.Parameter(anchors)
+    gs.feature = nn.Parameter(values["feature"].clone())
+    gs.scaling = nn.Parameter(torch.log(values["scaling"].clamp_min(1e-12)))
+    offset = values["offset"].reshape(n, k, 3)
+    gs.offset = nn.Parameter(offset.clone())
+    _load_render_mlps(gs, render_state)
+    return HACDecoded(gs, values["feature"], values["scaling"], offset, symbols)
 
 
 def _bounds(anchors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -576,9 +608,14 @@ def _model_arrays(mean, scale, q) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _range_code(sym, mean, scale, q, low, high) -> bytes:
+    return code_symbols(sym, *_model_arrays(mean, scale, q), low, high)
+
+
+def code_symbols(sym, mu: np.ndarray, sd: np.ndarray, low: int, high: int) -> bytes:
+    """Range-code the integer symbols ``sym`` with quantized Gaussians (means ``mu``,
+    deviations ``sd``, in units of the step, one per symbol) on ``[low, high]``."""
     import constriction
 
-    mu, sd = _model_arrays(mean, scale, q)
     enc = constriction.stream.queue.RangeEncoder()
     model = constriction.stream.model.QuantizedGaussian(low, high)
     enc.encode(np.ascontiguousarray(sym.reshape(-1).numpy().astype(np.int32)), model, mu, sd)
